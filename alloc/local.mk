@@ -1,0 +1,1 @@
+# alloc: see Makefile.am

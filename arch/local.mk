@@ -1,0 +1,1 @@
+# arch: see Makefile.am

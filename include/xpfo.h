@@ -1,0 +1,116 @@
+/* xpfo.h - public interface of xpfo, a hardened allocator that applies
+ * eXclusive Page Frame Ownership to userspace heaps.
+ *
+ * Linking against libxpfo (pkg-config --libs xpfo) or preloading it
+ * (LD_PRELOAD=libxpfo.so, or xpfo-run -- prog) replaces malloc and friends.
+ * Functions that fail return NULL or -1 and set errno; they never abort on
+ * bad arguments.  Misuse of the heap itself (double free, invalid free,
+ * corrupted metadata) is fatal: one "xpfo: fatal: ..." line on stderr, then
+ * abort().
+ */
+#ifndef XPFO_H
+#define XPFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define XPFO_API __attribute__((visibility("default")))
+#else
+#define XPFO_API
+#endif
+
+#define XPFO_VERSION_MAJOR 0
+#define XPFO_VERSION_MINOR 1
+
+/* An owner of heap pages.  Opaque. */
+typedef struct xpfo_compartment xpfo_compartment_t;
+
+/* The compartment plain malloc allocates in outside any other compartment. */
+XPFO_API xpfo_compartment_t *xpfo_root(void);
+/* The calling thread's compartment. */
+XPFO_API xpfo_compartment_t *xpfo_current(void);
+/* The owner of the page that holds p; NULL (errno unchanged) when p is not
+ * inside a live allocation's pages of this heap. */
+XPFO_API xpfo_compartment_t *xpfo_owner(const void *p);
+/* The compartment's name ("root" for the root compartment). */
+XPFO_API const char *xpfo_compartment_name(const xpfo_compartment_t *c);
+
+/* Apply the calling thread's pending revocations now.  Returns 0, or -1 with
+ * errno set when a revocation failed (the pages stay quarantined). */
+XPFO_API int xpfo_flush(void);
+
+/* "mprotect" or "pkeys": the protection backend in use. */
+XPFO_API const char *xpfo_backend(void);
+
+/* Number of entries of the per-size-class arrays below. */
+#define XPFO_STATS_CLASSES 48
+
+/* Counters.  Every field is cumulative since start unless it says "now" or
+ * "peak".  Syscall counts are the calls xpfo itself made. */
+struct xpfo_stats {
+	uint64_t size; /* bytes of this struct that were filled */
+
+	/* allocation */
+	uint64_t allocs;          /* successful allocations, all entry points */
+	uint64_t frees;           /* frees of non-NULL pointers */
+	uint64_t allocs_small;    /* served from slabs */
+	uint64_t allocs_large;    /* served as page runs */
+	uint64_t reallocs_in_place;
+	uint64_t live_bytes;      /* now: bytes in live allocations (usable) */
+
+	/* revocation engine (the gather) */
+	uint64_t revoke_queued;      /* ranges queued for revocation */
+	uint64_t pages_queued;       /* pages queued for revocation */
+	uint64_t pages_cancelled;    /* queued pages taken back by the same owner */
+	uint64_t pages_revoked;      /* pages whose access was removed */
+	uint64_t revoke_syscalls;    /* protection syscalls that revoked */
+	uint64_t grant_syscalls;     /* protection syscalls that granted */
+	uint64_t flushes;            /* gathers applied, all reasons */
+	uint64_t flush_full;         /* ... because the gather was full */
+	uint64_t flush_explicit;     /* ... by xpfo_flush() */
+	uint64_t flush_thread_exit;  /* ... at thread exit */
+	uint64_t flush_reuse;        /* ... because pages were needed for reuse */
+	uint64_t flush_eager;        /* ... because revoke=eager */
+	uint64_t flush_other;        /* ... fork, stats, trim */
+	uint64_t revoke_failures;    /* revocations that failed (quarantined) */
+	uint64_t pages_quarantined;  /* now: pages held back after a failure */
+
+	/* memory returned to the OS */
+	uint64_t purges;          /* madvise calls that released pages */
+	uint64_t pages_purged;
+
+	/* address space */
+	uint64_t mmap_syscalls;
+	uint64_t munmap_syscalls;
+	uint64_t madvise_syscalls;
+	uint64_t mapped_bytes;         /* now: heap bytes accessible or retained */
+	uint64_t peak_mapped_bytes;
+	uint64_t resident_bytes;       /* now: heap pages possibly resident */
+	uint64_t peak_resident_bytes;
+	uint64_t metadata_bytes;       /* now: metadata in use */
+	uint64_t segments;             /* now: segments in use */
+	uint64_t vmas;                 /* now: VMAs inside the heap reservation */
+	uint64_t vma_limit;            /* vm.max_map_count read at start */
+
+	/* per size class (index = class; class sizes in class_size) */
+	uint64_t class_size[XPFO_STATS_CLASSES];
+	uint64_t class_allocs[XPFO_STATS_CLASSES];
+	uint64_t class_frees[XPFO_STATS_CLASSES];
+};
+
+/* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,
+ * or -1 with errno EINVAL for a NULL pointer or a size too small to hold the
+ * size field. */
+XPFO_API int xpfo_stats_get(struct xpfo_stats *out, size_t size);
+/* Write the counters as text to fd (no allocation). */
+XPFO_API void xpfo_stats_print(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XPFO_H */

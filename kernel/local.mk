@@ -1,0 +1,1 @@
+# kernel: see Makefile.am

@@ -1,0 +1,1 @@
+# src: see Makefile.am
