@@ -1,1 +1,2 @@
-# LD_PRELOAD: see Makefile.am
+libxpfo_la_SOURCES += LD_PRELOAD/override.c
+EXTRA_DIST += LD_PRELOAD/xpfo-run.in

@@ -1,1 +1,1 @@
-# alloc: see Makefile.am
+libxpfo_la_SOURCES += alloc/sizeclass.c alloc/pages.c alloc/heap.c

@@ -1,1 +1,1 @@
-# arch: see Makefile.am
+# arch: generic only for now (x86_64 PKRU arrives with the pkeys backend)

@@ -1,0 +1,227 @@
+/* override.c - the libc allocation interface, interposed.  This is the only
+ * file that defines libc's names; everything else is xpfo's own.  Linked
+ * into libxpfo.so, so LD_PRELOAD=libxpfo.so (or linking it) replaces the
+ * allocator of every object in the process. */
+#include "internal.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* C23, not yet in this libc's headers */
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t align, size_t size);
+
+static inline bool pow2(size_t a) { return a && !(a & (a - 1)); }
+
+EXPORT void *malloc(size_t size)
+{
+	return heap_malloc(tstate_get(), size);
+}
+
+EXPORT void free(void *p)
+{
+	if (p)
+		heap_free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	return heap_calloc(tstate_get(), n, size);
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+	if (!p)
+		return heap_malloc(tstate_get(), size);
+	if (!size) {
+		heap_free(p);
+		return NULL;
+	}
+	return heap_realloc(tstate_get(), p, size);
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, total);
+}
+
+static void *aligned(size_t align, size_t size)
+{
+	if (align > (heap_end - heap_base) / 2 && xpfo_ready) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return heap_aligned(tstate_get(), align, size);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (!pow2(align) || align % sizeof(void *))
+		return EINVAL;
+	int saved = errno;
+	void *p = aligned(align, size);
+	int e = errno;
+	errno = saved;
+	if (!p)
+		return e ? e : ENOMEM;
+	*out = p;
+	return 0;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (!pow2(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned(align, size);
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+	if (align > ((size_t)1 << 62)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!pow2(align)) /* as glibc: round up to a power of two */
+		align = align ? (size_t)1 << (64 - __builtin_clzll(align)) : 1;
+	return aligned(align, size);
+}
+
+EXPORT void *valloc(size_t size)
+{
+	return aligned(PAGE_SIZE, size);
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+	if (size > SIZE_MAX - PAGE_SIZE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return aligned(PAGE_SIZE, size ? align_up(size, PAGE_SIZE) : PAGE_SIZE);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	return p ? heap_usable(p) : 0;
+}
+
+EXPORT void free_sized(void *p, size_t size)
+{
+	if (p)
+		heap_free_checked(p, size, 0);
+}
+
+EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
+{
+	if (p)
+		heap_free_checked(p, size, align);
+}
+
+/* xpfo has no tunables behind mallopt: say so instead of pretending. */
+EXPORT int mallopt(int param, int value)
+{
+	(void)param;
+	(void)value;
+	return 0;
+}
+
+EXPORT struct mallinfo2 mallinfo2(void)
+{
+	struct xpfo_stats s;
+	struct mallinfo2 m;
+	memset(&m, 0, sizeof m);
+	tstate_get();
+	stats_fill(&s);
+	m.arena = s.mapped_bytes;           /* accessible heap pages */
+	m.ordblks = s.segments;             /* segments in use */
+	m.hblkhd = s.resident_bytes;        /* pages possibly resident */
+	m.usmblks = s.peak_mapped_bytes;
+	m.uordblks = s.live_bytes;          /* bytes in live allocations */
+	m.fordblks = s.mapped_bytes > s.live_bytes ? s.mapped_bytes - s.live_bytes : 0;
+	m.keepcost = s.resident_bytes > s.mapped_bytes ? s.resident_bytes - s.mapped_bytes : 0;
+	return m;
+}
+
+EXPORT struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m2 = mallinfo2();
+	struct mallinfo m;
+	m.arena = (int)m2.arena;
+	m.ordblks = (int)m2.ordblks;
+	m.smblks = 0;
+	m.hblks = 0;
+	m.hblkhd = (int)m2.hblkhd;
+	m.usmblks = (int)m2.usmblks;
+	m.fsmblks = 0;
+	m.uordblks = (int)m2.uordblks;
+	m.fordblks = (int)m2.fordblks;
+	m.keepcost = (int)m2.keepcost;
+	return m;
+}
+
+EXPORT int malloc_trim(size_t pad)
+{
+	(void)pad;
+	struct tstate *t = tstate_get();
+	uint64_t before = __atomic_load_n(&g_stats.pages_purged, __ATOMIC_RELAXED);
+	revoke_flush(t, FR_OTHER);
+	pages_purge_all();
+	return __atomic_load_n(&g_stats.pages_purged, __ATOMIC_RELAXED) != before;
+}
+
+EXPORT int malloc_info(int options, FILE *fp)
+{
+	if (options || !fp) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct xpfo_stats s;
+	tstate_get();
+	stats_fill(&s);
+	fprintf(fp, "<malloc version=\"xpfo-%d.%d\">\n", XPFO_VERSION_MAJOR, XPFO_VERSION_MINOR);
+	for (unsigned c = 0; c < NCLASSES; c++)
+		if (s.class_allocs[c])
+			fprintf(fp, "<size from=\"%llu\" to=\"%llu\" total=\"%llu\" count=\"%llu\"/>\n",
+				c ? (unsigned long long)s.class_size[c - 1] + 1 : 1ull,
+				(unsigned long long)s.class_size[c],
+				(unsigned long long)((s.class_allocs[c] - s.class_frees[c]) * s.class_size[c]),
+				(unsigned long long)(s.class_allocs[c] - s.class_frees[c]));
+	fprintf(fp, "<total type=\"live\" size=\"%llu\"/>\n", (unsigned long long)s.live_bytes);
+	fprintf(fp, "<total type=\"mapped\" size=\"%llu\"/>\n", (unsigned long long)s.mapped_bytes);
+	fprintf(fp, "<total type=\"resident\" size=\"%llu\"/>\n", (unsigned long long)s.resident_bytes);
+	fprintf(fp, "<revocation queued=\"%llu\" revoked_pages=\"%llu\" syscalls=\"%llu\" flushes=\"%llu\"/>\n",
+		(unsigned long long)s.revoke_queued, (unsigned long long)s.pages_revoked,
+		(unsigned long long)s.revoke_syscalls, (unsigned long long)s.flushes);
+	fprintf(fp, "</malloc>\n");
+	return 0;
+}
+
+/* glibc's internal names, which some programs and libraries call directly */
+void *__libc_malloc(size_t size);
+void __libc_free(void *p);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t align, size_t size);
+void *__libc_valloc(size_t size);
+void *__libc_pvalloc(size_t size);
+int __posix_memalign(void **out, size_t align, size_t size);
+EXPORT void *__libc_malloc(size_t size) { return malloc(size); }
+EXPORT void __libc_free(void *p) { free(p); }
+EXPORT void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
+EXPORT void *__libc_realloc(void *p, size_t size) { return realloc(p, size); }
+EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }
+EXPORT void *__libc_valloc(size_t size) { return valloc(size); }
+EXPORT void *__libc_pvalloc(size_t size) { return pvalloc(size); }
+EXPORT int __posix_memalign(void **out, size_t align, size_t size) { return posix_memalign(out, align, size); }

@@ -1,0 +1,714 @@
+/* heap.c - malloc, free and realloc over slabs and page runs.
+ *
+ * Small sizes (<= SMALL_MAX) come from slabs: a page run cut into equal
+ * slots of one size class, with its metadata (struct slab: allocated bits,
+ * remotely-freed bits) out of line.  Each slab is allocated from by one
+ * thread heap (struct theap) at a time, so the malloc fast path is a bitmap
+ * search with no atomics, no lock and no syscall.  Frees by that thread clear
+ * the bit; frees by other threads set a bit in `remote` atomically and push
+ * the slab on the heap's notification stack, and the heap collects them when
+ * it runs out.  Slabs of a heap whose thread exited are abandoned to their
+ * compartment and adopted by the next heap that needs that class.
+ *
+ * A slab whose slots are all free is retired: its pages go to the gather and
+ * are revoked (free pages belong to the allocator, invariant I3).  Larger
+ * sizes are page runs, freed the same way; sizes above LARGE_MAX take whole
+ * segments.  Every check that a pointer is a live block is done here, once,
+ * and misuse is fatal with the address and the compartment.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define LARGE_CLASS NCLASSES /* stats index of page runs */
+
+static inline const char *comp_name(uint16_t id)
+{
+	struct xpfo_compartment *c = id < MAX_COMPARTMENTS ? comp_table[id] : NULL;
+	return c ? c->name : "?";
+}
+
+static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline void st(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
+/* ---- slab lists --------------------------------------------------------- */
+static void list_push(struct slab_list_head *l, struct slab *s, enum slab_list which)
+{
+	s->list = (uint8_t)which;
+	s->prev = NULL;
+	s->next = l->head;
+	if (l->head)
+		l->head->prev = s;
+	l->head = s;
+}
+
+static void list_del(struct slab_list_head *l, struct slab *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		l->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->next = s->prev = NULL;
+	s->list = SL_NONE;
+}
+
+static struct slab_list_head *list_of(struct theap *h, struct slab *s)
+{
+	return s->list == SL_PARTIAL ? &h->partial[s->cls] : &h->full[s->cls];
+}
+
+/* ---- slots -------------------------------------------------------------- */
+static inline void *slab_take(struct slab *s)
+{
+	for (uint32_t w = s->cursor; w < SLAB_WORDS; w++) {
+		uint64_t u = s->used[w];
+		if (~u) {
+			unsigned b = (unsigned)__builtin_ctzll(~u);
+			st(&s->used[w], u | (1ull << b));
+			s->nused++;
+			s->cursor = w;
+			return (void *)(s->base + (size_t)(w * 64 + b) * classes[s->cls].size);
+		}
+	}
+	s->cursor = SLAB_WORDS;
+	return NULL;
+}
+
+/* Fold remotely freed slots back into the heap's view. */
+static bool slab_collect(struct slab *s)
+{
+	bool any = false;
+	for (uint32_t w = 0; w < SLAB_WORDS; w++) {
+		if (!ld(&s->remote[w]))
+			continue;
+		uint64_t r = __atomic_exchange_n(&s->remote[w], 0, __ATOMIC_ACQUIRE);
+		if (!r)
+			continue;
+		st(&s->used[w], s->used[w] & ~r);
+		s->nused -= (uint32_t)__builtin_popcountll(r);
+		if (w < s->cursor)
+			s->cursor = w;
+		any = true;
+	}
+	return any;
+}
+
+/* The slab's slots are all free: its pages go back through the gather. */
+static void slab_retire(struct tstate *t, struct slab *s)
+{
+	size_t np = classes[s->cls].npages;
+	uintptr_t base = s->base;
+	uint16_t owner = s->owner;
+	pthread_mutex_lock(&heap_lock);
+	slab_meta_free(s);
+	pthread_mutex_unlock(&heap_lock);
+	revoke_add(t, base, np, owner, RK_RUN);
+}
+
+/* ---- page runs ---------------------------------------------------------- */
+
+/* A run of npages for compartment c: first one this thread queued for
+ * revocation itself (no syscall: ownership never changed), else free pages
+ * from the allocator, granted.  *clean: known to be zero. */
+static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
+			 size_t align_pages, bool *clean)
+{
+	uintptr_t a = revoke_cancel(t, npages, align_pages, c->id, RK_RUN);
+	if (a) {
+		*clean = false;
+		return a;
+	}
+	a = pages_alloc(c, npages, align_pages, clean);
+	if (!a && t->g.n) {
+		revoke_flush(t, FR_REUSE);
+		a = pages_alloc(c, npages, align_pages, clean);
+	}
+	if (!a)
+		return 0;
+	if (grant(a, npages << PAGE_SHIFT)) {
+		struct range r = { a, (uint32_t)npages, c->id, RK_RUN, 0 };
+		pages_release(&r, 1);
+		return 0;
+	}
+	return a;
+}
+
+static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
+{
+	const struct size_class *k = &classes[cls];
+	bool clean;
+	uintptr_t a = run_get(t, h->comp, k->npages, 1, &clean);
+	if (!a)
+		return NULL;
+	pthread_mutex_lock(&heap_lock);
+	struct slab *s = slab_meta_new();
+	pthread_mutex_unlock(&heap_lock);
+	if (!s) {
+		revoke_add(t, a, k->npages, h->comp->id, RK_RUN);
+		return NULL;
+	}
+	s->base = a;
+	s->cls = (uint16_t)cls;
+	s->nslots = k->nslots;
+	s->owner = h->comp->id;
+	for (unsigned i = k->nslots; i < SLAB_MAX_SLOTS; i++)
+		s->used[i / 64] |= 1ull << (i % 64);
+	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
+	pages_set_run(a, k->npages, PG_MAKE(PG_SLAB, s->id));
+	return s;
+}
+
+/* Slabs whose remote frees were announced: fold them in. */
+static void heap_drain_notify(struct tstate *t, struct theap *h)
+{
+	struct slab *s = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
+	while (s) {
+		struct slab *next = s->notify_next;
+		__atomic_store_n(&s->in_notify, 0, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&s->heap, __ATOMIC_ACQUIRE) == h && slab_collect(s)) {
+			if (s->nused == 0 && s->list != SL_CUR) {
+				list_del(list_of(h, s), s);
+				slab_retire(t, s);
+			} else if (s->list == SL_FULL) {
+				list_del(&h->full[s->cls], s);
+				list_push(&h->partial[s->cls], s, SL_PARTIAL);
+			}
+		}
+		s = next;
+	}
+}
+
+static struct slab *adopt(struct theap *h, unsigned cls)
+{
+	struct xpfo_compartment *c = h->comp;
+	if (!__atomic_load_n(&c->abandoned[cls], __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&heap_lock);
+	struct slab *s = c->abandoned[cls];
+	if (s) {
+		c->abandoned[cls] = s->next;
+		if (s->next)
+			s->next->prev = NULL;
+		s->next = s->prev = NULL;
+		s->abandoned = 0;
+		__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&heap_lock);
+	if (s)
+		slab_collect(s);
+	return s;
+}
+
+static __attribute__((noinline)) void *small_refill(struct tstate *t, struct theap *h, unsigned cls)
+{
+	struct slab *s = h->cur[cls];
+	if (s) {
+		if (slab_collect(s)) {
+			void *p = slab_take(s);
+			if (p)
+				return p;
+		}
+		list_push(&h->full[cls], s, SL_FULL);
+		h->cur[cls] = NULL;
+	}
+	if (h->notify)
+		heap_drain_notify(t, h);
+	for (;;) {
+		s = h->partial[cls].head;
+		if (s) {
+			list_del(&h->partial[cls], s);
+		} else if (!(s = adopt(h, cls)) && !(s = slab_new(t, h, cls))) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		s->list = SL_CUR;
+		h->cur[cls] = s;
+		void *p = slab_take(s);
+		if (p)
+			return p;
+		/* an adopted slab with no free slot */
+		h->cur[cls] = NULL;
+		list_push(&h->full[cls], s, SL_FULL);
+	}
+}
+
+static inline void *small_alloc(struct tstate *t, unsigned cls)
+{
+	struct theap *h = t->heap;
+	struct slab *s = h->cur[cls];
+	void *p = likely(s != NULL) ? slab_take(s) : NULL;
+	if (unlikely(!p)) {
+		p = small_refill(t, h, cls);
+		if (!p)
+			return NULL;
+	}
+	t->st.allocs[cls]++;
+	return p;
+}
+
+static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
+{
+	struct xpfo_compartment *c = t->heap->comp;
+	if (size > heap_end - heap_base) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t np = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
+	bool clean;
+	uintptr_t a;
+	if (size > LARGE_MAX || align > SEG_SIZE / 4) {
+		a = revoke_cancel(t, np, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id, RK_HUGE);
+		clean = false;
+		if (!a) {
+			a = huge_alloc(c, np, align, &clean);
+			if (!a && t->g.n) {
+				revoke_flush(t, FR_REUSE);
+				a = huge_alloc(c, np, align, &clean);
+			}
+			if (a && grant(a, np << PAGE_SHIFT)) {
+				struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0 };
+				seg_of(a)->releasing = 1;
+				pages_release(&r, 1);
+				a = 0;
+			}
+		}
+		if (a) {
+			seg_of(a)->huge_pages = (uint32_t)np;
+			__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
+		}
+	} else {
+		size_t ap = align > PAGE_SIZE ? align >> PAGE_SHIFT : 1;
+		a = run_get(t, c, np, ap, &clean);
+		if (a)
+			pages_set_run(a, np, PG_MAKE(PG_LARGE, np));
+	}
+	if (!a) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (zero && !clean)
+		memset((void *)a, 0, np << PAGE_SHIFT);
+	t->st.allocs[LARGE_CLASS]++;
+	stat_add(large_live_bytes, np << PAGE_SHIFT);
+	return (void *)a;
+}
+
+void *heap_malloc(struct tstate *t, size_t size)
+{
+	if (likely(size <= SMALL_MAX))
+		return small_alloc(t, size_to_class(size));
+	return large_alloc(t, size, PAGE_SIZE, false);
+}
+
+void *heap_calloc(struct tstate *t, size_t n, size_t size)
+{
+	size_t total;
+	if (unlikely(__builtin_mul_overflow(n, size, &total))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (total <= SMALL_MAX) {
+		void *p = small_alloc(t, size_to_class(total));
+		if (p)
+			memset(p, 0, total);
+		return p;
+	}
+	return large_alloc(t, total, PAGE_SIZE, true);
+}
+
+void *heap_aligned(struct tstate *t, size_t align, size_t size)
+{
+	if (align <= 16)
+		return heap_malloc(t, size);
+	if (size <= SMALL_MAX && align <= PAGE_SIZE) {
+		/* slab bases are page aligned: a class whose size is a multiple
+		 * of align has every slot aligned */
+		unsigned c = size_to_class(size);
+		while (classes[c].size % align)
+			c++;
+		return small_alloc(t, c);
+	}
+	return large_alloc(t, size ? size : 1, align, false);
+}
+
+/* ---- block lookup ------------------------------------------------------- */
+enum blk_status { BLK_OK, BLK_FREED, BLK_INTERIOR, BLK_FOREIGN, BLK_NOT_BLOCK };
+enum blk_kind { BK_SMALL, BK_LARGE, BK_HUGE };
+
+struct blk {
+	enum blk_kind kind;
+	uintptr_t base;      /* block start (interior: the block's start) */
+	size_t usable;
+	uint16_t owner;
+	struct slab *s;
+	struct segment *seg;
+	uint32_t slot;
+};
+
+static enum blk_status classify(uintptr_t a, struct blk *b)
+{
+	if (!in_heap(a))
+		return BLK_FOREIGN;
+	struct segment *sg = seg_of(a);
+	b->seg = sg;
+	b->owner = sg->owner;
+	uint8_t kind = __atomic_load_n(&sg->kind, __ATOMIC_ACQUIRE);
+	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL) {
+		struct segment *head = kind == SEG_HUGE ? sg : sg - sg->nsegs;
+		uintptr_t base = heap_base + ((size_t)(head - seg_table) << SEG_SHIFT);
+		b->kind = BK_HUGE;
+		b->seg = head;
+		b->base = base;
+		b->usable = (size_t)head->huge_pages << PAGE_SHIFT;
+		if (__atomic_load_n(&head->releasing, __ATOMIC_ACQUIRE))
+			return a == base ? BLK_FREED : BLK_NOT_BLOCK;
+		return a == base ? BLK_OK : BLK_INTERIOR;
+	}
+	if (kind != SEG_PAGES_K) {
+		b->base = a;
+		return (a & (SEG_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
+	}
+	uint32_t e = page_entry(sg, a);
+	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
+	switch (PG_TYPE(e)) {
+	case PG_SLAB: {
+		struct slab *s = &slab_table[PG_VAL(e)];
+		const struct size_class *k = &classes[s->cls];
+		uintptr_t off = a - s->base;
+		uint32_t i = (uint32_t)((off * k->recip) >> 32);
+		b->kind = BK_SMALL;
+		b->s = s;
+		b->slot = i;
+		b->owner = s->owner;
+		b->usable = k->size;
+		b->base = s->base + (uintptr_t)i * k->size;
+		if (i >= s->nslots)
+			return BLK_NOT_BLOCK;
+		if (b->base != a)
+			return BLK_INTERIOR;
+		uint64_t bit = 1ull << (i % 64);
+		if (!(ld(&s->used[i / 64]) & bit) || (ld(&s->remote[i / 64]) & bit))
+			return BLK_FREED;
+		return BLK_OK;
+	}
+	case PG_TAIL: {
+		uintptr_t head = page - ((uintptr_t)PG_VAL(e) << PAGE_SHIFT);
+		uint32_t he = page_entry(sg, head);
+		b->kind = BK_LARGE;
+		b->base = head;
+		b->usable = (size_t)PG_VAL(he) << PAGE_SHIFT;
+		return PG_TYPE(he) == PG_LARGE ? BLK_INTERIOR : BLK_NOT_BLOCK;
+	}
+	case PG_LARGE:
+		b->kind = BK_LARGE;
+		b->base = page;
+		b->usable = (size_t)PG_VAL(e) << PAGE_SHIFT;
+		return a == page ? BLK_OK : BLK_INTERIOR;
+	default: /* PG_FREE, PG_PENDING, PG_QUAR */
+		b->kind = BK_LARGE;
+		b->base = page;
+		b->usable = (size_t)PG_VAL(e) << PAGE_SHIFT;
+		return a == page ? BLK_FREED : BLK_NOT_BLOCK;
+	}
+}
+
+static _Noreturn __attribute__((cold)) void
+misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk *b)
+{
+	/* the compartment that made the call */
+	const char *cn = tl_state && tl_state->heap ? tl_state->heap->comp->name
+						     : comp_name(b->owner ? b->owner : 1);
+	switch (st_) {
+	case BLK_FREED:
+		if (what[0] == 'r')
+			xpfo_fatal("realloc of freed pointer %p (compartment \"%s\")", (void *)a, cn);
+		xpfo_fatal("double free of %p (compartment \"%s\")", (void *)a, cn);
+	case BLK_FOREIGN:
+		xpfo_fatal("invalid %s of %p: not from the xpfo heap (compartment \"%s\")", what,
+			   (void *)a, cn);
+	case BLK_INTERIOR:
+		xpfo_fatal("invalid %s of %p: interior pointer of the block at %p (size class %z) "
+			   "(compartment \"%s\")", what, (void *)a, (void *)b->base, b->usable, cn);
+	default:
+		xpfo_fatal("invalid %s of %p: not an allocated block (compartment \"%s\")", what,
+			   (void *)a, cn);
+	}
+}
+
+static void free_small_remote(struct tstate *t, struct slab *s, uint32_t i)
+{
+	uint64_t bit = 1ull << (i % 64);
+	uint64_t old = __atomic_fetch_or(&s->remote[i / 64], bit, __ATOMIC_RELEASE);
+	if (old & bit) {
+		struct blk b = { .owner = s->owner };
+		misuse("free", s->base + (uintptr_t)i * classes[s->cls].size, BLK_FREED, &b);
+	}
+	t->st.frees[s->cls]++;
+	struct theap *h = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
+	if (h) {
+		if (!__atomic_exchange_n(&s->in_notify, 1, __ATOMIC_ACQ_REL)) {
+			struct slab *top = __atomic_load_n(&h->notify, __ATOMIC_RELAXED);
+			do
+				s->notify_next = top;
+			while (!__atomic_compare_exchange_n(&h->notify, &top, s, true, __ATOMIC_RELEASE,
+							    __ATOMIC_RELAXED));
+		}
+		return;
+	}
+	/* abandoned: if that was its last live slot, retire it here */
+	bool empty = false;
+	pthread_mutex_lock(&heap_lock);
+	if (s->abandoned && !__atomic_load_n(&s->heap, __ATOMIC_RELAXED)) {
+		empty = true;
+		for (unsigned w = 0; w < SLAB_WORDS && empty; w++) {
+			uint64_t live = ld(&s->used[w]) & ~ld(&s->remote[w]);
+			if (w == (unsigned)(s->nslots - 1) / 64 && s->nslots % 64)
+				live &= (1ull << (s->nslots % 64)) - 1;
+			else if (w > (unsigned)(s->nslots - 1) / 64)
+				live = 0;
+			empty = live == 0;
+		}
+		if (empty) {
+			struct xpfo_compartment *c = comp_table[s->owner];
+			if (s->prev)
+				s->prev->next = s->next;
+			else
+				c->abandoned[s->cls] = s->next;
+			if (s->next)
+				s->next->prev = s->prev;
+			s->abandoned = 0;
+		}
+	}
+	pthread_mutex_unlock(&heap_lock);
+	if (empty)
+		slab_retire(t, s);
+}
+
+static void free_slow(struct tstate *t, uintptr_t a, const char *what)
+{
+	struct blk b;
+	enum blk_status stt = classify(a, &b);
+	if (stt != BLK_OK)
+		misuse(what, a, stt, &b);
+	if (b.kind == BK_SMALL) {
+		free_small_remote(t, b.s, b.slot);
+		return;
+	}
+	t->st.frees[LARGE_CLASS]++;
+	stat_sub(large_live_bytes, b.usable);
+	revoke_add(t, b.base, b.usable >> PAGE_SHIFT, b.owner, b.kind == BK_HUGE ? RK_HUGE : RK_RUN);
+}
+
+void heap_free(void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct tstate *t = tstate_get();
+	if (likely(in_heap(a))) {
+		struct segment *sg = seg_of(a);
+		uint32_t e = page_entry(sg, a);
+		if (likely(PG_TYPE(e) == PG_SLAB && sg->kind == SEG_PAGES_K)) {
+			struct slab *s = &slab_table[PG_VAL(e)];
+			const struct size_class *k = &classes[s->cls];
+			uintptr_t off = a - s->base;
+			uint32_t i = (uint32_t)((off * k->recip) >> 32);
+			struct theap *h = t->heap;
+			if (likely(i * k->size == off && i < s->nslots && s->heap == h)) {
+				uint32_t w = i / 64;
+				uint64_t bit = 1ull << (i % 64), u = s->used[w];
+				if (unlikely(!(u & bit) || (ld(&s->remote[w]) & bit))) {
+					struct blk b = { .owner = s->owner };
+					misuse("free", a, BLK_FREED, &b);
+				}
+				st(&s->used[w], u & ~bit);
+				s->nused--;
+				if (w < s->cursor)
+					s->cursor = w;
+				t->st.frees[s->cls]++;
+				if (unlikely(s->list != SL_CUR)) {
+					if (s->list == SL_FULL) {
+						list_del(&h->full[s->cls], s);
+						list_push(&h->partial[s->cls], s, SL_PARTIAL);
+					}
+					if (s->nused == 0) {
+						list_del(&h->partial[s->cls], s);
+						slab_retire(t, s);
+					}
+				}
+				return;
+			}
+		}
+	}
+	free_slow(t, a, "free");
+}
+
+void heap_free_checked(void *p, size_t size, size_t align)
+{
+	struct blk b;
+	uintptr_t a = (uintptr_t)p;
+	enum blk_status stt = classify(a, &b);
+	if (stt != BLK_OK)
+		misuse("free", a, stt, &b);
+	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
+	size_t got;
+	if (b.kind == BK_SMALL) {
+		unsigned c = size <= SMALL_MAX ? size_to_class(size) : NCLASSES;
+		if (align > 16)
+			while (c < NCLASSES && classes[c].size % align)
+				c++;
+		got = c < NCLASSES ? classes[c].size : 0;
+	} else {
+		got = align_up(size, PAGE_SIZE);
+	}
+	if (got != want && !(b.kind != BK_SMALL && size <= b.usable && size > b.usable / 2))
+		xpfo_fatal("sized free of %p with size %z: the block has size class %z (compartment \"%s\")",
+			   p, size, want, comp_name(b.owner));
+	heap_free(p);
+}
+
+size_t heap_usable(const void *p)
+{
+	struct blk b;
+	enum blk_status stt = classify((uintptr_t)p, &b);
+	if (stt != BLK_OK)
+		misuse("malloc_usable_size", (uintptr_t)p, stt, &b);
+	return b.usable;
+}
+
+void *heap_realloc(struct tstate *t, void *p, size_t size)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct blk b;
+	enum blk_status stt = classify(a, &b);
+	if (stt != BLK_OK)
+		misuse("realloc", a, stt, &b);
+	if (b.kind == BK_SMALL) {
+		if (size <= SMALL_MAX && size_to_class(size) == b.s->cls) {
+			stat_inc(reallocs_in_place);
+			return p;
+		}
+	} else if (size > SMALL_MAX) {
+		size_t np = b.usable >> PAGE_SHIFT;
+		size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
+		if (nnp == np) {
+			stat_inc(reallocs_in_place);
+			return p;
+		}
+		if (b.kind == BK_LARGE && nnp < np && nnp > 0) {
+			/* shrink in place: the tail goes to the gather */
+			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp));
+			stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
+			revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b.owner, RK_RUN);
+			stat_inc(reallocs_in_place);
+			return p;
+		}
+		if (b.kind == BK_LARGE && size <= LARGE_MAX && pages_grow_in_place(a, np, nnp)) {
+			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp));
+			stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
+			stat_inc(reallocs_in_place);
+			return p;
+		}
+		if (b.kind == BK_HUGE && nnp <= (size_t)b.seg->nsegs * SEG_PAGES && nnp > np / 2) {
+			if (nnp > np && grant(a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
+				goto move;
+			if (nnp < np && os_protect((void *)(a + (nnp << PAGE_SHIFT)),
+						   (np - nnp) << PAGE_SHIFT, OS_NONE) == 0)
+				stat_inc(revoke_syscalls);
+			else if (nnp < np)
+				goto move;
+			b.seg->huge_pages = (uint32_t)nnp;
+			stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
+			stat_inc(reallocs_in_place);
+			return p;
+		}
+	}
+move:;
+	void *q = heap_malloc(t, size);
+	if (!q)
+		return NULL;
+	memcpy(q, p, b.usable < size ? b.usable : size);
+	heap_free(p);
+	return q;
+}
+
+/* ---- heaps -------------------------------------------------------------- */
+void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c)
+{
+	memset(h, 0, sizeof *h);
+	h->comp = c;
+	h->t = t;
+}
+
+static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
+{
+	slab_collect(s);
+	if (s->nused == 0) {
+		slab_retire(t, s);
+		return;
+	}
+	struct xpfo_compartment *c = h->comp;
+	pthread_mutex_lock(&heap_lock);
+	s->list = SL_NONE;
+	s->abandoned = 1;
+	s->prev = NULL;
+	s->next = c->abandoned[s->cls];
+	if (s->next)
+		s->next->prev = s;
+	c->abandoned[s->cls] = s;
+	__atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&heap_lock);
+	/* frees that raced with the hand-over are folded in by the adopter, or
+	 * retire the slab themselves once it is empty */
+}
+
+void heap_abandon(struct theap *h)
+{
+	struct tstate *t = tstate_get();
+	struct slab *n = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
+	for (; n; n = n->notify_next)
+		__atomic_store_n(&n->in_notify, 0, __ATOMIC_RELEASE);
+	for (unsigned c = 0; c < NCLASSES; c++) {
+		if (h->cur[c]) {
+			abandon_slab(t, h, h->cur[c]);
+			h->cur[c] = NULL;
+		}
+		struct slab_list_head *lists[2] = { &h->partial[c], &h->full[c] };
+		for (int l = 0; l < 2; l++)
+			while (lists[l]->head) {
+				struct slab *s = lists[l]->head;
+				list_del(lists[l], s);
+				abandon_slab(t, h, s);
+			}
+	}
+}
+
+/* Debug: check the page tables against each other (heap_lock held inside). */
+void heap_walk_check(void)
+{
+	if (!debug_walks)
+		return;
+	pthread_mutex_lock(&heap_lock);
+	for (size_t i = 0; i < heap_nsegs; i++) {
+		struct segment *s = &seg_table[i];
+		if (s->kind != SEG_PAGES_K || s->releasing)
+			continue;
+		uint32_t nfree = 0;
+		for (size_t p = 0; p < SEG_PAGES; p++) {
+			bool f = s->free_map[p / 64] >> (p % 64) & 1;
+			uint32_t e = __atomic_load_n(&s->page[p], __ATOMIC_RELAXED);
+			nfree += f;
+			if (f != (PG_TYPE(e) == PG_FREE))
+				xpfo_fatal("invariant: segment %u page %u free bit %u, entry type %u",
+					   (unsigned long)i, (unsigned long)p, (unsigned long)f,
+					   (unsigned long)PG_TYPE(e));
+		}
+		if (nfree != s->free_pages)
+			xpfo_fatal("invariant: segment %u counts %u free pages, map has %u",
+				   (unsigned long)i, (unsigned long)s->free_pages, (unsigned long)nfree);
+		if (!comp_table[s->owner])
+			xpfo_fatal("invariant: segment %u has no owner", (unsigned long)i);
+	}
+	pthread_mutex_unlock(&heap_lock);
+}

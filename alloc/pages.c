@@ -1,0 +1,389 @@
+/* pages.c - segments and page runs: who owns which page (invariant I1).
+ *
+ * The heap is one reservation cut into 4 MiB segments.  A segment is unused
+ * (the allocator's, purged, inaccessible), carved into page runs for one
+ * compartment, or part of one huge allocation.  Inside a carved segment each
+ * page has an out-of-line entry (internal.h, enum page_type) and a bit in
+ * free_map.  A page is PG_FREE only after its revocation was applied, so any
+ * page this file hands out is already inaccessible to its previous owner
+ * (invariant I2): the gather (src/revoke.c) is the only caller of
+ * pages_release().  A segment goes back to the unused pool only when all its
+ * pages are free, and is purged first, so a new owner gets fresh frames.
+ *
+ * Everything here runs under heap_lock; syscalls (purges) run outside it.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *seg_used_map; /* bit set: segment in use (or being released) */
+
+static inline bool bit_get(const uint64_t *m, size_t i) { return m[i / 64] >> (i % 64) & 1; }
+static inline void bit_set(uint64_t *m, size_t i) { m[i / 64] |= 1ull << (i % 64); }
+static inline void bit_clr(uint64_t *m, size_t i) { m[i / 64] &= ~(1ull << (i % 64)); }
+
+/* Next index >= i whose bit equals want, or n. */
+static size_t bit_next(const uint64_t *m, size_t i, size_t n, bool want)
+{
+	while (i < n) {
+		uint64_t w = m[i / 64];
+		if (!want)
+			w = ~w;
+		w &= ~0ull << (i % 64);
+		if (w) {
+			size_t r = (i & ~(size_t)63) + (size_t)__builtin_ctzll(w);
+			return r < n ? r : n;
+		}
+		i = (i & ~(size_t)63) + 64;
+	}
+	return n;
+}
+
+/* First run of len set bits in m[0..n) starting at a multiple of align. */
+static size_t bit_find_run(const uint64_t *m, size_t n, size_t len, size_t align)
+{
+	size_t i = 0;
+	while (i + len <= n) {
+		if (!bit_get(m, i)) {
+			i = align_up(bit_next(m, i, n, true), align);
+			continue;
+		}
+		size_t j = bit_next(m, i, i + len, false);
+		if (j == i + len)
+			return i;
+		i = align_up(j, align);
+	}
+	return n;
+}
+
+/* Count set bits of m in [i, i+len). */
+static size_t bit_count(const uint64_t *m, size_t i, size_t len)
+{
+	size_t c = 0;
+	for (size_t k = i; k < i + len;) {
+		if (k % 64 == 0 && k + 64 <= i + len) {
+			c += (size_t)__builtin_popcountll(m[k / 64]);
+			k += 64;
+		} else {
+			c += bit_get(m, k);
+			k++;
+		}
+	}
+	return c;
+}
+
+static void bit_fill(uint64_t *m, size_t i, size_t len, bool v)
+{
+	for (size_t k = i; k < i + len;) {
+		if (k % 64 == 0 && k + 64 <= i + len) {
+			m[k / 64] = v ? ~0ull : 0;
+			k += 64;
+		} else {
+			if (v)
+				bit_set(m, k);
+			else
+				bit_clr(m, k);
+			k++;
+		}
+	}
+}
+
+int pages_init(void);
+int pages_init(void)
+{
+	seg_used_map = meta_alloc(align_up(heap_nsegs, 64) / 8);
+	return seg_used_map ? 0 : ENOMEM;
+}
+
+static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
+static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
+
+static void seg_list_add(struct xpfo_compartment *c, struct segment *s)
+{
+	s->prev = NULL;
+	s->next = c->segs;
+	if (c->segs)
+		c->segs->prev = s;
+	c->segs = s;
+}
+
+static void seg_list_del(struct xpfo_compartment *c, struct segment *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->segs = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->next = s->prev = NULL;
+}
+
+/* Take n contiguous unused segments aligned to align segments. */
+static struct segment *segs_take(size_t n, size_t align)
+{
+	size_t i = 0;
+	for (;;) {
+		i = align_up(bit_next(seg_used_map, i, heap_nsegs, false), align);
+		if (i + n > heap_nsegs)
+			return NULL;
+		size_t j = bit_next(seg_used_map, i, i + n, true);
+		if (j == i + n)
+			break;
+		i = j;
+	}
+	bit_fill(seg_used_map, i, n, true);
+	stat_add(segments, n);
+	if (opt.revoke == REVOKE_OFF) {
+		/* no revocation: the segment stays accessible for good */
+		if (os_protect((void *)(heap_base + (i << SEG_SHIFT)), n * SEG_SIZE, OS_RW)) {
+			bit_fill(seg_used_map, i, n, false);
+			stat_sub(segments, n);
+			return NULL;
+		}
+		stat_inc(grant_syscalls);
+	}
+	return &seg_table[i];
+}
+
+static void seg_init_pages(struct xpfo_compartment *c, struct segment *s)
+{
+	s->owner = c->id;
+	s->kind = SEG_PAGES_K;
+	s->releasing = 0;
+	s->nsegs = 1;
+	s->free_pages = SEG_PAGES;
+	memset(s->free_map, 0xff, sizeof s->free_map);
+	memset(s->clean_map, 0xff, sizeof s->clean_map);
+	memset(s->page, 0, sizeof s->page);
+	seg_list_add(c, s);
+}
+
+/* Take pages [i, i+n) of s: they leave the free map, get placeholder entries
+ * and are counted as mapped and (maybe) resident.  Returns whether all were
+ * clean. */
+static bool seg_take_pages(struct segment *s, size_t i, size_t n)
+{
+	bit_fill(s->free_map, i, n, false);
+	s->free_pages -= (uint32_t)n;
+	size_t clean = bit_count(s->clean_map, i, n);
+	bit_fill(s->clean_map, i, n, false);
+	for (size_t k = 0; k < n; k++)
+		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_TAIL, k), __ATOMIC_RELAXED);
+	stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, (int64_t)clean);
+	stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)n);
+	return clean == n;
+}
+
+uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, bool *clean)
+{
+	uintptr_t r = 0;
+	pthread_mutex_lock(&heap_lock);
+	struct segment *s;
+	size_t i = SEG_PAGES;
+	for (s = c->segs; s; s = s->next) {
+		if (s->kind != SEG_PAGES_K || s->free_pages < npages)
+			continue;
+		i = bit_find_run(s->free_map, SEG_PAGES, npages, align_pages);
+		if (i < SEG_PAGES)
+			break;
+	}
+	if (!s) {
+		s = segs_take(1, 1);
+		if (s) {
+			seg_init_pages(c, s);
+			i = 0;
+		}
+	}
+	if (s) {
+		*clean = seg_take_pages(s, i, npages);
+		r = seg_addr(s) + (i << PAGE_SHIFT);
+	}
+	pthread_mutex_unlock(&heap_lock);
+	return r;
+}
+
+uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean)
+{
+	size_t n = align_up(npages << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT;
+	size_t a = align > SEG_SIZE ? align >> SEG_SHIFT : 1;
+	pthread_mutex_lock(&heap_lock);
+	struct segment *s = segs_take(n, a);
+	if (s) {
+		for (size_t k = 0; k < n; k++) {
+			s[k].owner = c->id;
+			s[k].kind = k ? SEG_HUGE_TAIL : SEG_HUGE;
+			s[k].nsegs = k ? (uint32_t)k : (uint32_t)n;
+			s[k].releasing = 0;
+		}
+		s->huge_pages = (uint32_t)npages;
+		stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, (int64_t)npages);
+		stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)npages);
+	}
+	pthread_mutex_unlock(&heap_lock);
+	*clean = true;
+	return s ? seg_addr(s) : 0;
+}
+
+void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
+	bool same = PG_TYPE(head_entry) == PG_SLAB;
+	__atomic_store_n(&s->page[i], head_entry, __ATOMIC_RELEASE);
+	for (size_t k = 1; k < npages; k++)
+		__atomic_store_n(&s->page[i + k], same ? head_entry : PG_MAKE(PG_TAIL, k),
+				 __ATOMIC_RELEASE);
+}
+
+/* Mark pages [i, i+n) of a carved segment clean (heap_lock held). */
+static void seg_mark_clean(struct segment *s, size_t i, size_t n)
+{
+	size_t was = bit_count(s->clean_map, i, n);
+	bit_fill(s->clean_map, i, n, true);
+	stat_sub(resident_pages, n - was);
+}
+
+/* Purge whole segments being released, then return them to the pool. */
+static void segs_finish_release(size_t *idx, size_t n)
+{
+	for (size_t k = 0; k < n;) {
+		size_t j = k + 1;
+		while (j < n && idx[j] == idx[j - 1] + 1)
+			j++;
+		/* a failed purge leaves old contents behind: keep those segments */
+		int e = os_purge((void *)(heap_base + (idx[k] << SEG_SHIFT)), (j - k) * SEG_SIZE);
+		if (!e) {
+			stat_inc(purges);
+			stat_add(pages_purged, (j - k) * SEG_PAGES);
+		}
+		pthread_mutex_lock(&heap_lock);
+		for (size_t m = k; m < j; m++) {
+			seg_table[idx[m]].releasing = 0;
+			if (!e) {
+				seg_table[idx[m]].kind = SEG_UNUSED;
+				bit_clr(seg_used_map, idx[m]);
+				stat_sub(segments, 1);
+			}
+		}
+		pthread_mutex_unlock(&heap_lock);
+		k = j;
+	}
+}
+
+void pages_release(const struct range *r, unsigned n)
+{
+	size_t rel[64];
+	size_t nrel = 0;
+	pthread_mutex_lock(&heap_lock);
+	for (unsigned k = 0; k < n; k++) {
+		struct segment *s = seg_of(r[k].addr);
+		if (r[k].kind == RK_HUGE) {
+			size_t nsegs = s->nsegs;
+			stat_sub(resident_pages, r[k].npages);
+			stat_sub(mapped_pages, r[k].npages);
+			for (size_t m = 0; m < nsegs; m++) {
+				s[m].releasing = 1;
+				s[m].owner = 0;
+				if (nrel == 64) {
+					pthread_mutex_unlock(&heap_lock);
+					segs_finish_release(rel, nrel);
+					nrel = 0;
+					pthread_mutex_lock(&heap_lock);
+				}
+				rel[nrel++] = seg_index(s) + m;
+			}
+			continue;
+		}
+		size_t i = (r[k].addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
+		for (size_t m = 0; m < r[k].npages; m++)
+			__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, 0), __ATOMIC_RELEASE);
+		bit_fill(s->free_map, i, r[k].npages, true);
+		if (r[k].purged)
+			seg_mark_clean(s, i, r[k].npages);
+		s->free_pages += r[k].npages;
+		stat_sub(mapped_pages, r[k].npages);
+		if (s->free_pages == SEG_PAGES && !s->releasing) {
+			struct xpfo_compartment *c = comp_table[s->owner];
+			size_t dirty = SEG_PAGES - bit_count(s->clean_map, 0, SEG_PAGES);
+			stat_sub(resident_pages, dirty);
+			seg_list_del(c, s);
+			s->releasing = 1;
+			s->owner = 0;
+			if (nrel == 64) {
+				pthread_mutex_unlock(&heap_lock);
+				segs_finish_release(rel, nrel);
+				nrel = 0;
+				pthread_mutex_lock(&heap_lock);
+			}
+			rel[nrel++] = seg_index(s);
+		}
+	}
+	pthread_mutex_unlock(&heap_lock);
+	if (nrel) {
+		/* sort for coalescing */
+		for (size_t a = 1; a < nrel; a++)
+			for (size_t b = a; b > 0 && rel[b - 1] > rel[b]; b--) {
+				size_t t = rel[b];
+				rel[b] = rel[b - 1];
+				rel[b - 1] = t;
+			}
+		segs_finish_release(rel, nrel);
+	}
+}
+
+bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
+	size_t extra = new_npages - npages;
+	if (s->kind != SEG_PAGES_K || i + new_npages > SEG_PAGES)
+		return false;
+	pthread_mutex_lock(&heap_lock);
+	bool ok = bit_next(s->free_map, i + npages, i + new_npages, false) == i + new_npages;
+	if (ok)
+		seg_take_pages(s, i + npages, extra);
+	pthread_mutex_unlock(&heap_lock);
+	if (!ok)
+		return false;
+	if (grant(addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
+		/* could not open them: hand them straight back (never opened) */
+		struct range r = { addr + (npages << PAGE_SHIFT), (uint32_t)extra, s->owner, RK_RUN, 0 };
+		pages_release(&r, 1);
+		return false;
+	}
+	return true;
+}
+
+/* Release every retained free page of every carved segment (malloc_trim).
+ * The purge runs under heap_lock: a page taken by another thread right after
+ * an unlock could otherwise be zeroed under its new owner. */
+void pages_purge_all(void)
+{
+	for (size_t i = 0; i < heap_nsegs; i++) {
+		if (!__atomic_load_n(&seg_used_map[i / 64], __ATOMIC_RELAXED)) {
+			i |= 63;
+			continue;
+		}
+		pthread_mutex_lock(&heap_lock);
+		struct segment *s = &seg_table[i];
+		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing) {
+			uint64_t want[SEG_WORDS];
+			for (size_t w = 0; w < SEG_WORDS; w++)
+				want[w] = s->free_map[w] & ~s->clean_map[w];
+			size_t p = 0;
+			while ((p = bit_next(want, p, SEG_PAGES, true)) < SEG_PAGES) {
+				size_t q = bit_next(want, p, SEG_PAGES, false);
+				uintptr_t a = seg_addr(s) + (p << PAGE_SHIFT);
+				if (!os_purge((void *)a, (q - p) << PAGE_SHIFT)) {
+					stat_inc(purges);
+					stat_add(pages_purged, q - p);
+					seg_mark_clean(s, p, q - p);
+				}
+				p = q;
+			}
+		}
+		pthread_mutex_unlock(&heap_lock);
+	}
+}

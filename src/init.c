@@ -1,0 +1,215 @@
+/* init.c - start-up, thread states, thread exit and fork.
+ *
+ * Start-up is lazy: the first call into the allocator (which may come from
+ * the dynamic loader, before any constructor) runs xpfo_init().  It reads the
+ * options, reserves the heap (a power-of-two sized, equally aligned region,
+ * so one masked comparison matches every heap address: the seccomp rules of
+ * a later lock-down depend on it) and the metadata region, and only then
+ * registers the fork handlers and the thread-exit key, which may allocate.
+ *
+ * Lock order: threads_lock, then heap_lock, then the metadata pool's lock.
+ * The fork handlers take them in that order.
+ */
+#include "internal.h"
+
+#include <string.h>
+#include <unistd.h>
+
+uintptr_t heap_base, heap_end;
+size_t heap_nsegs;
+int xpfo_ready;
+struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
+struct xpfo_compartment comp_root = { .id = 1, .live = 1, .name = "root" };
+__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tstate *threads;
+static pthread_key_t exit_key;
+static int exit_key_ready, hooks_done;
+static unsigned long vma_limit;
+
+int pages_init(void);
+void meta_lock_all(void);
+void meta_unlock_all(void);
+unsigned long xpfo_vma_limit(void);
+
+unsigned long xpfo_vma_limit(void) { return vma_limit; }
+
+static void tstate_exit(void *arg);
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+static void init_core(void)
+{
+	options_init();
+	if (sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
+		xpfo_fatal("page size %u is not supported (this build needs %u)",
+			   (unsigned long)sysconf(_SC_PAGESIZE), (unsigned long)PAGE_SIZE);
+	sizeclass_init();
+	size_t size = (size_t)opt.reserve_gib << 30;
+	void *base;
+	int e = os_reserve(size, size, &base);
+	if (e)
+		xpfo_fatal("cannot reserve %u GiB for the heap (errno %d)",
+			   (unsigned long)opt.reserve_gib, (long)e);
+	heap_base = (uintptr_t)base;
+	heap_end = heap_base + size;
+	heap_nsegs = size >> SEG_SHIFT;
+	if ((e = meta_init()) || (e = pages_init()))
+		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
+	comp_table[comp_root.id] = &comp_root;
+	char buf[64];
+	vma_limit = 65530;
+	if (os_read_file("/proc/sys/vm/max_map_count", buf, sizeof buf) > 0) {
+		unsigned long v = 0;
+		for (char *p = buf; *p >= '0' && *p <= '9'; p++)
+			v = v * 10 + (unsigned long)(*p - '0');
+		if (v)
+			vma_limit = v;
+	}
+	if (opt.backend == BACKEND_PKEYS)
+		xpfo_warn("backend=pkeys: not available in this build; using mprotect");
+	xpfo_verbose("heap %p..%p (%u GiB), backend mprotect, revoke=%s batch=%u, vm.max_map_count %u",
+		     (void *)heap_base, (void *)heap_end, (unsigned long)opt.reserve_gib,
+		     opt.revoke == REVOKE_BATCHED ? "batched"
+		     : opt.revoke == REVOKE_EAGER ? "eager" : "off",
+		     (unsigned long)opt.batch, vma_limit);
+}
+
+void xpfo_init(void)
+{
+	pthread_mutex_lock(&init_lock);
+	if (!xpfo_ready) {
+		init_core();
+		__atomic_store_n(&xpfo_ready, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&init_lock);
+	/* These may allocate, and the allocator is ready for it now. */
+	if (!__atomic_exchange_n(&hooks_done, 1, __ATOMIC_ACQ_REL)) {
+		if (pthread_key_create(&exit_key, tstate_exit) == 0) {
+			__atomic_store_n(&exit_key_ready, 1, __ATOMIC_RELEASE);
+			if (tl_state)
+				pthread_setspecific(exit_key, tl_state);
+		}
+		pthread_atfork(fork_prepare, fork_parent, fork_child);
+	}
+}
+
+struct tstate *tstate_slow(void)
+{
+	if (!__atomic_load_n(&xpfo_ready, __ATOMIC_ACQUIRE))
+		xpfo_init();
+	if (tl_state)
+		return tl_state; /* made while xpfo_init registered its hooks */
+	struct tstate *t = meta_alloc(sizeof *t);
+	if (!t)
+		xpfo_fatal("out of metadata memory for a thread state");
+	heap_init_theap(&t->root_heap, t, &comp_root);
+	t->heap = &t->root_heap;
+	t->tid = os_gettid();
+	pthread_mutex_lock(&threads_lock);
+	t->next = threads;
+	if (threads)
+		threads->prev = t;
+	threads = t;
+	pthread_mutex_unlock(&threads_lock);
+	tl_state = t;
+	if (__atomic_load_n(&exit_key_ready, __ATOMIC_ACQUIRE))
+		pthread_setspecific(exit_key, t);
+	return t;
+}
+
+static void tstate_unlink(struct tstate *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		threads = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+}
+
+/* Thread exit: apply the gather, hand the slabs to the compartment, fold
+ * the counters into the global ones. */
+static void tstate_retire(struct tstate *t)
+{
+	revoke_flush(t, FR_THREAD_EXIT);
+	heap_abandon(&t->root_heap);
+	revoke_flush(t, FR_THREAD_EXIT);
+	stats_merge_thread(t);
+}
+
+static void tstate_exit(void *arg)
+{
+	struct tstate *t = arg;
+	if (!t || t != tl_state)
+		return;
+	tstate_retire(t);
+	pthread_mutex_lock(&threads_lock);
+	tstate_unlink(t);
+	pthread_mutex_unlock(&threads_lock);
+	tl_state = NULL;
+	meta_free(t, sizeof *t);
+}
+
+void tstate_foreach(void (*fn)(struct tstate *, void *), void *arg)
+{
+	pthread_mutex_lock(&threads_lock);
+	for (struct tstate *t = threads; t; t = t->next)
+		fn(t, arg);
+	pthread_mutex_unlock(&threads_lock);
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&threads_lock);
+	pthread_mutex_lock(&heap_lock);
+	meta_lock_all();
+}
+
+static void fork_parent(void)
+{
+	meta_unlock_all();
+	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&threads_lock);
+}
+
+/* In the child only the forking thread lives on: the other threads' gathers
+ * are applied and their slabs abandoned, so nothing stays pinned to a thread
+ * that no longer exists. */
+static void fork_child(void)
+{
+	meta_unlock_all();
+	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&threads_lock);
+	struct tstate *self = tl_state;
+	if (self)
+		self->tid = os_gettid();
+	for (;;) {
+		pthread_mutex_lock(&threads_lock);
+		struct tstate *t = threads;
+		while (t && t == self)
+			t = t->next;
+		if (t)
+			tstate_unlink(t);
+		pthread_mutex_unlock(&threads_lock);
+		if (!t)
+			break;
+		/* run its exit work from this thread: its gather and slabs */
+		struct tstate *me = tl_state;
+		tl_state = t;
+		revoke_flush(t, FR_OTHER);
+		tl_state = me;
+		heap_abandon(&t->root_heap);
+		stats_merge_thread(t);
+		meta_free(t, sizeof *t);
+	}
+}
+
+static __attribute__((destructor)) void xpfo_fini(void)
+{
+	if (xpfo_ready && opt.stats)
+		xpfo_stats_print(2);
+}

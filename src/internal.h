@@ -1,0 +1,253 @@
+/* internal.h - shared types and constants, and the cross-file prototypes
+ * grouped by the file that defines them. */
+#ifndef XPFO_INTERNAL_H
+#define XPFO_INTERNAL_H
+
+#include "config.h"
+#include "xpfo.h"
+#include "fatal.h"
+#include "options.h"
+#include "os.h"
+#include "stats.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define XPFO_EXPORT __attribute__((visibility("default")))
+
+static const bool debug_asserts = XPFO_DEBUG >= 1;
+static const bool debug_walks = XPFO_DEBUG >= 2;
+
+#define xpfo_assert(c)                                                          \
+	do {                                                                    \
+		if (debug_asserts && !(c))                                      \
+			xpfo_fatal("assertion failed: %s (%s:%d)", #c, __FILE__,  \
+				   (long)__LINE__);                             \
+	} while (0)
+
+/* ---- geometry ---------------------------------------------------------- */
+#define PAGE_SHIFT 12
+#define PAGE_SIZE ((size_t)1 << PAGE_SHIFT)
+#define SEG_SHIFT 22                          /* 4 MiB segments */
+#define SEG_SIZE ((size_t)1 << SEG_SHIFT)
+#define SEG_PAGES (SEG_SIZE / PAGE_SIZE)      /* 1024 */
+#define SEG_WORDS (SEG_PAGES / 64)
+#define SMALL_MAX 16384                       /* larger: page runs */
+#define LARGE_MAX (SEG_SIZE / 2)              /* larger: whole segments */
+#define NCLASSES 36
+#define SLAB_MAX_SLOTS 512
+#define SLAB_WORDS (SLAB_MAX_SLOTS / 64)
+#define MAX_COMPARTMENTS 1024
+
+_Static_assert(NCLASSES <= XPFO_STATS_CLASSES, "stats arrays too small");
+_Static_assert(SEG_PAGES % 64 == 0, "segment bitmaps are whole words");
+
+static inline uintptr_t align_up(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
+
+/* ---- page map entries (one uint32 per page, out of line) --------------- */
+enum page_type {
+	PG_FREE = 0,    /* the allocator's: revoked (or never used) */
+	PG_SLAB = 1,    /* value: slab id */
+	PG_LARGE = 2,   /* head of a live run; value: pages */
+	PG_TAIL = 3,    /* value: distance back to the head page */
+	PG_PENDING = 4, /* freed, queued for revocation in a gather */
+	PG_QUAR = 5,    /* revocation failed: never reused */
+};
+#define PG_TYPE(e) ((e) >> 28)
+#define PG_VAL(e) ((e) & 0x0fffffffu)
+#define PG_MAKE(t, v) (((uint32_t)(t) << 28) | (uint32_t)(v))
+
+enum seg_kind { SEG_UNUSED = 0, SEG_PAGES_K = 1, SEG_HUGE = 2, SEG_HUGE_TAIL = 3 };
+
+/* One per 4 MiB of the reservation; lives in the metadata region. */
+struct segment {
+	uint16_t owner;      /* compartment id; 0 when unused */
+	uint8_t kind;        /* enum seg_kind */
+	uint8_t releasing;
+	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
+	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
+	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation */
+	struct segment *next, *prev; /* owner's segment list */
+	uint64_t free_map[SEG_WORDS];  /* bit set: page is PG_FREE */
+	uint64_t clean_map[SEG_WORDS]; /* bit set: page is known zero, not resident */
+	uint32_t page[SEG_PAGES];
+};
+
+/* ---- size classes (alloc/sizeclass.c) ---------------------------------- */
+struct size_class {
+	uint32_t size;
+	uint16_t npages; /* pages per slab */
+	uint16_t nslots;
+	uint32_t recip;  /* ceil(2^32 / size): slot index by multiplication */
+};
+extern struct size_class classes[NCLASSES];
+extern uint8_t class_lut_small[65]; /* (size + 15) >> 4, size <= 1024 */
+extern uint8_t class_lut_mid[65];   /* (size + 255) >> 8, size <= 16384 */
+void sizeclass_init(void);
+static inline unsigned size_to_class(size_t size)
+{
+	if (size <= 1024)
+		return class_lut_small[(size + 15) >> 4];
+	return class_lut_mid[(size + 255) >> 8];
+}
+
+/* ---- slabs ------------------------------------------------------------- */
+struct theap;
+struct slab {
+	uintptr_t base;
+	uint16_t cls, nslots;
+	uint16_t owner;       /* compartment id */
+	uint8_t list;         /* which list of its heap: enum slab_list */
+	uint8_t abandoned;    /* on the global abandoned list */
+	struct theap *heap;   /* allocating heap (atomic); NULL when abandoned */
+	struct slab *next, *prev;
+	struct slab *notify_next;  /* heap's remote-free notification stack */
+	uint32_t nused;       /* used bits set (heap's view) */
+	uint32_t cursor;      /* word to search first */
+	uint32_t id;
+	uint8_t in_notify;    /* atomic */
+	uint64_t used[SLAB_WORDS];
+	uint64_t remote[SLAB_WORDS]; /* atomic: freed by other threads */
+};
+enum slab_list { SL_NONE, SL_CUR, SL_PARTIAL, SL_FULL };
+
+struct slab_list_head { struct slab *head; };
+
+/* ---- compartments ------------------------------------------------------ */
+struct xpfo_compartment {
+	uint16_t id;
+	uint8_t live;
+	char name[45];
+	struct segment *segs;             /* segments it owns (heap_lock) */
+	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (heap_lock) */
+};
+
+/* ---- per-thread state -------------------------------------------------- */
+struct theap {                        /* a thread's allocation context in one compartment */
+	struct xpfo_compartment *comp;
+	struct tstate *t;
+	struct slab *cur[NCLASSES];
+	struct slab_list_head partial[NCLASSES];
+	struct slab_list_head full[NCLASSES];
+	struct slab *notify;              /* atomic stack of slabs with remote frees */
+};
+
+struct range {
+	uintptr_t addr;
+	uint32_t npages;
+	uint16_t owner;
+	uint8_t kind;                     /* enum range_kind */
+	uint8_t purged;                   /* set by the flush */
+};
+enum range_kind { RK_RUN, RK_HUGE };
+
+/* The gather: a thread's queue of pending revocations (src/revoke.c). */
+struct gather {
+	unsigned n;
+	uint64_t pages;
+	struct range r[4096];
+};
+
+struct tstats {
+	uint64_t allocs[NCLASSES + 1]; /* [NCLASSES]: page runs */
+	uint64_t frees[NCLASSES + 1];
+	uint64_t live_small_bytes;    /* may wrap below zero per thread; summed */
+};
+
+struct tstate {
+	struct theap *heap;   /* current compartment's heap */
+	struct theap root_heap;
+	struct tstate *next, *prev; /* all threads (threads_lock) */
+	long tid;
+	int dead;
+	struct tstats st;
+	struct gather g;
+};
+
+/* ---- src/init.c -------------------------------------------------------- */
+extern uintptr_t heap_base, heap_end;
+extern size_t heap_nsegs;
+extern struct segment *seg_table;
+extern struct slab *slab_table;
+extern pthread_mutex_t heap_lock;
+extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
+extern struct xpfo_compartment comp_root;
+extern int xpfo_ready;
+void xpfo_init(void);
+struct tstate *tstate_slow(void);
+void tstate_foreach(void (*fn)(struct tstate *, void *), void *arg);
+
+extern __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
+static inline struct tstate *tstate_get(void)
+{
+	struct tstate *t = tl_state;
+	return likely(t != NULL) ? t : tstate_slow();
+}
+static inline struct segment *seg_of(uintptr_t p)
+{
+	return &seg_table[(p - heap_base) >> SEG_SHIFT];
+}
+static inline bool in_heap(uintptr_t p) { return p - heap_base < heap_end - heap_base; }
+static inline uint32_t page_entry(struct segment *s, uintptr_t p)
+{
+	return __atomic_load_n(&s->page[(p >> PAGE_SHIFT) & (SEG_PAGES - 1)], __ATOMIC_ACQUIRE);
+}
+
+/* ---- src/meta.c: out-of-line metadata region --------------------------- */
+int meta_init(void);
+void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
+void meta_free(void *p, size_t size);
+struct slab *slab_meta_new(void);        /* heap_lock held */
+void slab_meta_free(struct slab *s);     /* heap_lock held */
+
+/* ---- alloc/pages.c: segments and page runs (heap_lock inside) ---------- */
+/* A run of npages pages (aligned to align_pages) for owner, taken from the
+ * allocator: its pages are PG_FREE and revoked on return, marked as
+ * placeholders (PG_TAIL) until the caller sets the entries.  *clean says
+ * whether all pages are known zero.  NULL when the reservation is full. */
+uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, bool *clean);
+/* Whole segments for one huge allocation. */
+uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean);
+/* Give revoked ranges back to the allocator (called by the gather flush). */
+void pages_release(const struct range *r, unsigned n);
+/* Grow the live run at addr (npages) in place to new_npages if the pages
+ * after it are free; returns true with them granted. */
+bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages);
+void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry);
+/* Count pages [addr, +npages) that were clean and mark them dirty. */
+void pages_mark_used(uintptr_t addr, size_t npages);
+void pages_purge_all(void);              /* release every retained free page */
+
+/* ---- src/revoke.c: the gather ----------------------------------------- */
+enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_OTHER };
+/* Queue a freed run for revocation (its page entries become PG_PENDING). */
+void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k);
+/* Take back a queued run of the same owner (cancel its revocation). */
+uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
+			enum range_kind k);
+/* Apply every queued revocation; returns 0 or an errno of a failure. */
+int revoke_flush(struct tstate *t, enum flush_reason why);
+/* Grant access to a run taken from the allocator. Returns 0 or errno. */
+int grant(uintptr_t addr, size_t len);
+
+/* ---- alloc/heap.c: malloc and free ------------------------------------- */
+void *heap_malloc(struct tstate *t, size_t size);
+void *heap_calloc(struct tstate *t, size_t n, size_t size);
+void *heap_aligned(struct tstate *t, size_t align, size_t size);
+void *heap_realloc(struct tstate *t, void *p, size_t size);
+void heap_free(void *p);
+void heap_free_checked(void *p, size_t size, size_t align); /* free_sized */
+size_t heap_usable(const void *p);
+void heap_abandon(struct theap *h);      /* thread exit / fork child */
+void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
+void heap_walk_check(void);              /* debug: invariant walk */
+
+/* ---- src/stats.c ------------------------------------------------------- */
+void stats_fill(struct xpfo_stats *s);
+void stats_merge_thread(struct tstate *t);
+
+#endif

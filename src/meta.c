@@ -1,0 +1,118 @@
+/* meta.c - the out-of-line metadata region (invariant I5).
+ *
+ * One reservation, separate from the heap, holds the segment table, the slab
+ * table and a pool for thread states and compartments.  Each part is
+ * surrounded by inaccessible guard pages, so an overflow from one part (or a
+ * wild pointer walking from the heap) faults instead of rewriting another.
+ * Nothing here is ever inside a user allocation's pages.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#define GUARD PAGE_SIZE
+#define MAX_SLABS ((size_t)1 << 22)
+#define POOL_SIZE ((size_t)1 << 30)
+
+struct segment *seg_table;
+struct slab *slab_table;
+
+static char *pool_base, *pool_cur, *pool_end;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+/* free lists by size in 64-byte units, for sizes up to 64 KiB + 64 */
+#define POOL_BINS 1040
+static void *pool_free[POOL_BINS];
+
+static size_t slab_next;     /* ids handed out so far (heap_lock) */
+static struct slab *slab_freelist;
+
+static size_t page_round(size_t n) { return align_up(n, PAGE_SIZE); }
+
+int meta_init(void)
+{
+	size_t seg_bytes = page_round(heap_nsegs * sizeof(struct segment));
+	size_t slab_bytes = page_round(MAX_SLABS * sizeof(struct slab));
+	size_t total = GUARD + seg_bytes + GUARD + slab_bytes + GUARD + POOL_SIZE + GUARD;
+	void *base;
+	int e = os_reserve(total, PAGE_SIZE, &base);
+	if (e)
+		return e;
+	char *p = (char *)base + GUARD;
+	if ((e = os_protect(p, seg_bytes, OS_RW)))
+		return e;
+	seg_table = (struct segment *)p;
+	p += seg_bytes + GUARD;
+	if ((e = os_protect(p, slab_bytes, OS_RW)))
+		return e;
+	slab_table = (struct slab *)p;
+	p += slab_bytes + GUARD;
+	if ((e = os_protect(p, POOL_SIZE, OS_RW)))
+		return e;
+	pool_base = pool_cur = p;
+	pool_end = p + POOL_SIZE;
+	return 0;
+}
+
+void *meta_alloc(size_t size)
+{
+	size = align_up(size, 64);
+	size_t bin = size / 64;
+	void *r = NULL;
+	pthread_mutex_lock(&pool_lock);
+	if (bin < POOL_BINS && pool_free[bin]) {
+		r = pool_free[bin];
+		pool_free[bin] = *(void **)r;
+	} else if ((size_t)(pool_end - pool_cur) >= size) {
+		r = pool_cur;
+		pool_cur += size;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	if (r) {
+		memset(r, 0, size);
+		stat_add(metadata_bytes, size);
+	}
+	return r;
+}
+
+void meta_free(void *p, size_t size)
+{
+	size = align_up(size, 64);
+	size_t bin = size / 64;
+	stat_sub(metadata_bytes, size);
+	if (bin >= POOL_BINS)
+		return; /* kept: such blocks are not made */
+	pthread_mutex_lock(&pool_lock);
+	*(void **)p = pool_free[bin];
+	pool_free[bin] = p;
+	pthread_mutex_unlock(&pool_lock);
+}
+
+struct slab *slab_meta_new(void)
+{
+	struct slab *s = slab_freelist;
+	if (s) {
+		slab_freelist = s->next;
+	} else {
+		if (slab_next == MAX_SLABS)
+			return NULL;
+		s = &slab_table[slab_next];
+		s->id = (uint32_t)slab_next++;
+		stat_add(metadata_bytes, sizeof *s);
+	}
+	uint32_t id = s->id;
+	memset(s, 0, sizeof *s);
+	s->id = id;
+	return s;
+}
+
+void slab_meta_free(struct slab *s)
+{
+	s->heap = NULL;
+	s->next = slab_freelist;
+	slab_freelist = s;
+}
+
+void meta_lock_all(void);
+void meta_unlock_all(void);
+void meta_lock_all(void) { pthread_mutex_lock(&pool_lock); }
+void meta_unlock_all(void) { pthread_mutex_unlock(&pool_lock); }

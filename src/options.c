@@ -1,0 +1,173 @@
+/* options.c - the run-time options table and its parser.  Runs before the
+ * heap exists, so it allocates nothing. */
+#include "options.h"
+#include "fatal.h"
+#include "os.h"
+
+#include <stddef.h>
+#include <string.h>
+
+struct options opt = {
+	.backend = BACKEND_AUTO,
+	.revoke = REVOKE_BATCHED,
+	.batch = 64,
+	.batch_pages = 4096,
+	.purge = 65536,
+	.reserve_gib = 64,
+	.stats = 0,
+	.verbose = 0,
+};
+
+enum opt_type { T_BOOL, T_UINT, T_ULONG, T_ENUM };
+
+struct opt_desc {
+	const char *name;
+	enum opt_type type;
+	size_t offset;
+	unsigned long min, max;
+	const char *const *names; /* T_ENUM: value i is names[i] */
+	const char *help;
+};
+
+static const char *const backend_names[] = { "auto", "mprotect", "pkeys", NULL };
+static const char *const revoke_names[] = { "batched", "eager", "off", NULL };
+
+#define OFF(f) offsetof(struct options, f)
+static const struct opt_desc table[] = {
+	{ "backend", T_ENUM, OFF(backend), 0, 2, backend_names,
+	  "protection backend: auto (pkeys when the CPU and kernel have them), mprotect, pkeys" },
+	{ "revoke", T_ENUM, OFF(revoke), 0, 2, revoke_names,
+	  "batched: queue revocations per thread and apply them in coalesced batches; "
+	  "eager: apply each at once (the baseline); off: never revoke (measurement only, unsafe)" },
+	{ "batch", T_UINT, OFF(batch), 1, 4096, NULL,
+	  "freed runs a thread queues before its gather is applied" },
+	{ "batch_pages", T_UINT, OFF(batch_pages), 1, 1u << 20, NULL,
+	  "pages a thread queues before its gather is applied" },
+	{ "purge", T_ULONG, OFF(purge), 4096, 1ul << 40, NULL,
+	  "bytes: revoked spans at least this large are released to the OS at once" },
+	{ "reserve", T_UINT, OFF(reserve_gib), 1, 65536, NULL,
+	  "GiB of address space reserved for the heap (a power of two)" },
+	{ "stats", T_BOOL, OFF(stats), 0, 1, NULL, "print statistics to stderr at exit" },
+	{ "verbose", T_BOOL, OFF(verbose), 0, 1, NULL, "print what xpfo decides at start" },
+};
+#define NOPT (sizeof table / sizeof table[0])
+
+static int parse_ulong(const char *s, size_t n, unsigned long *out)
+{
+	unsigned long v = 0;
+	if (!n)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (v > (~0ul - 9) / 10)
+			return -1;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static void set(const struct opt_desc *d, unsigned long v)
+{
+	char *base = (char *)&opt + d->offset;
+	if (d->type == T_ULONG)
+		*(unsigned long *)base = v;
+	else
+		*(unsigned *)base = (unsigned)v;
+}
+
+static void apply(const char *key, size_t klen, const char *val, size_t vlen)
+{
+	char k[32], v[64];
+	fmt_str(k, klen + 1 < sizeof k ? klen + 1 : sizeof k, "%s", key);
+	fmt_str(v, vlen + 1 < sizeof v ? vlen + 1 : sizeof v, "%s", val);
+	for (size_t i = 0; i < NOPT; i++) {
+		const struct opt_desc *d = &table[i];
+		if (strlen(d->name) != klen || memcmp(d->name, key, klen))
+			continue;
+		unsigned long x;
+		if (d->type == T_ENUM) {
+			for (unsigned j = 0; d->names[j]; j++)
+				if (strlen(d->names[j]) == vlen && !memcmp(d->names[j], val, vlen)) {
+					set(d, j);
+					return;
+				}
+			xpfo_warn("option %s: unknown value \"%s\", keeping the default", k, v);
+			return;
+		}
+		if (d->type == T_BOOL && vlen == 0)
+			x = 1;
+		else if (parse_ulong(val, vlen, &x) || x < d->min || x > d->max) {
+			xpfo_warn("option %s: bad value \"%s\" (expected %u..%u), keeping the default",
+				  k, v, d->min, d->max);
+			return;
+		}
+		if (!strcmp(d->name, "reserve") && (x & (x - 1))) {
+			xpfo_warn("option reserve: %u is not a power of two, keeping the default", x);
+			return;
+		}
+		set(d, x);
+		return;
+	}
+	if (klen == 4 && !memcmp(key, "help", 4)) {
+		options_print_help(2);
+		return;
+	}
+	xpfo_warn("unknown option \"%s\" ignored (XPFO_OPTIONS=help lists them)", k);
+}
+
+extern char **environ;
+
+void options_init(void)
+{
+	const char *s = NULL;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "XPFO_OPTIONS=", 13)) {
+			s = *e + 13;
+			break;
+		}
+	if (!s)
+		return;
+	while (*s) {
+		const char *end = s;
+		while (*end && *end != ',')
+			end++;
+		const char *eq = s;
+		while (eq < end && *eq != '=')
+			eq++;
+		if (end > s)
+			apply(s, (size_t)(eq - s), eq < end ? eq + 1 : eq,
+			      eq < end ? (size_t)(end - eq - 1) : 0);
+		s = *end ? end + 1 : end;
+	}
+	if (opt.revoke == REVOKE_OFF)
+		xpfo_warn("revoke=off: freed pages stay reachable; for measurement only");
+}
+
+void options_print_help(int fd)
+{
+	char line[512];
+	size_t n = fmt_str(line, sizeof line,
+			   "XPFO_OPTIONS=key=value,... (comma separated)\n");
+	os_write(fd, line, n);
+	for (size_t i = 0; i < NOPT; i++) {
+		const struct opt_desc *d = &table[i];
+		char range[128];
+		const char *p = (const char *)&opt + d->offset;
+		unsigned long cur = d->type == T_ULONG ? *(const unsigned long *)p
+						       : *(const unsigned *)p;
+		if (d->type == T_ENUM) {
+			size_t at = 0;
+			for (unsigned j = 0; d->names[j]; j++)
+				at += fmt_str(range + at, sizeof range - at, "%s%s",
+					      j ? "|" : "", d->names[j]);
+			n = fmt_str(line, sizeof line, "  %s=%s (default %s)\n      %s\n",
+				    d->name, range, d->names[cur], d->help);
+		} else {
+			n = fmt_str(line, sizeof line, "  %s=%u..%u (default %u)\n      %s\n",
+				    d->name, d->min, d->max, cur, d->help);
+		}
+		os_write(fd, line, n);
+	}
+}

@@ -1,0 +1,28 @@
+/* options.h - run-time options, read once from XPFO_OPTIONS=key=value,...
+ * The table in options.c is the only list of options: name, type, range,
+ * default and help text. */
+#ifndef XPFO_OPTIONS_H
+#define XPFO_OPTIONS_H
+
+enum revoke_mode { REVOKE_BATCHED, REVOKE_EAGER, REVOKE_OFF };
+enum backend_kind { BACKEND_AUTO, BACKEND_MPROTECT, BACKEND_PKEYS };
+
+struct options {
+	unsigned backend;     /* enum backend_kind */
+	unsigned revoke;      /* enum revoke_mode */
+	unsigned batch;       /* runs a gather holds before it is applied */
+	unsigned batch_pages; /* pages a gather holds before it is applied */
+	unsigned long purge;  /* freed spans of at least this many bytes are released */
+	unsigned reserve_gib; /* heap reservation, GiB (power of two) */
+	unsigned stats;       /* print statistics at exit */
+	unsigned verbose;
+};
+
+extern struct options opt;
+
+/* Parse XPFO_OPTIONS from the environment; warns about bad entries. */
+void options_init(void);
+/* Write the option table (name, default, range, help) to fd. */
+void options_print_help(int fd);
+
+#endif

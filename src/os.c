@@ -1,0 +1,260 @@
+/* os.c - Linux implementation of os.h.  The only file that includes
+ * <sys/mman.h> or issues raw syscalls. */
+#include "os.h"
+#include "stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static struct {
+	int err;
+	unsigned skip, count;
+} inject[OS_OP_COUNT];
+
+void os_inject(enum os_op op, int err, unsigned skip, unsigned count)
+{
+	inject[op].err = err;
+	inject[op].skip = skip;
+	inject[op].count = count;
+}
+
+/* Returns the errno to fake, or 0. */
+static int injected(enum os_op op)
+{
+	if (__builtin_expect(inject[op].count == 0, 1))
+		return 0;
+	if (inject[op].skip) {
+		inject[op].skip--;
+		return 0;
+	}
+	inject[op].count--;
+	return inject[op].err;
+}
+
+int os_reserve(size_t size, size_t align, void **out)
+{
+	int e = injected(OS_OP_RESERVE);
+	if (e)
+		return e;
+	int saved = errno;
+	size_t span = size + align;
+	stat_inc(mmap_syscalls);
+	char *p = mmap(NULL, span, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		e = errno;
+		errno = saved;
+		return e;
+	}
+	uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+	size_t head = a - (uintptr_t)p, tail = span - head - size;
+	if (head) {
+		stat_inc(munmap_syscalls);
+		munmap(p, head);
+	}
+	if (tail) {
+		stat_inc(munmap_syscalls);
+		munmap((char *)a + size, tail);
+	}
+	errno = saved;
+	*out = (void *)a;
+	return 0;
+}
+
+int os_map_rw(size_t size, void **out)
+{
+	int e = injected(OS_OP_RESERVE);
+	if (e)
+		return e;
+	int saved = errno;
+	stat_inc(mmap_syscalls);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	e = p == MAP_FAILED ? errno : 0;
+	errno = saved;
+	if (!e)
+		*out = p;
+	return e;
+}
+
+int os_unmap(void *addr, size_t size)
+{
+	int saved = errno;
+	stat_inc(munmap_syscalls);
+	int e = munmap(addr, size) ? errno : 0;
+	errno = saved;
+	return e;
+}
+
+int os_protect(void *addr, size_t size, enum os_prot prot)
+{
+	int e = injected(OS_OP_PROTECT);
+	if (e)
+		return e;
+	int saved = errno;
+	int p = prot == OS_RW ? PROT_READ | PROT_WRITE
+		: prot == OS_READ ? PROT_READ : PROT_NONE;
+	e = mprotect(addr, size, p) ? errno : 0;
+	errno = saved;
+	return e;
+}
+
+int os_purge(void *addr, size_t size)
+{
+	int e = injected(OS_OP_PURGE);
+	if (e)
+		return e;
+	int saved = errno;
+	stat_inc(madvise_syscalls);
+	e = madvise(addr, size, MADV_DONTNEED) ? errno : 0;
+	errno = saved;
+	return e;
+}
+
+int os_random(void *buf, size_t n)
+{
+	int saved = errno;
+	char *b = buf;
+	while (n) {
+		ssize_t r = getrandom(b, n, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			errno = saved;
+			return e;
+		}
+		b += r;
+		n -= (size_t)r;
+	}
+	errno = saved;
+	return 0;
+}
+
+void os_write(int fd, const char *buf, size_t n)
+{
+	int saved = errno;
+	while (n) {
+		ssize_t r = write(fd, buf, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		buf += r;
+		n -= (size_t)r;
+	}
+	errno = saved;
+}
+
+long os_read_file(const char *path, char *buf, size_t n)
+{
+	int saved = errno;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		long e = -errno;
+		errno = saved;
+		return e;
+	}
+	size_t got = 0;
+	while (got + 1 < n) {
+		ssize_t r = read(fd, buf + got, n - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	buf[got] = 0;
+	close(fd);
+	errno = saved;
+	return (long)got;
+}
+
+long os_gettid(void)
+{
+	return syscall(SYS_gettid);
+}
+
+static uintptr_t parse_hex(const char *s, const char **end)
+{
+	uintptr_t v = 0;
+	for (;; s++) {
+		unsigned c = (unsigned char)*s;
+		unsigned d = c - '0' < 10 ? c - '0'
+			: (c | 32) - 'a' < 6 ? (c | 32) - 'a' + 10 : 16;
+		if (d == 16)
+			break;
+		v = v * 16 + d;
+	}
+	*end = s;
+	return v;
+}
+
+long os_count_vmas(uintptr_t lo, uintptr_t hi)
+{
+	int saved = errno;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		long e = -errno;
+		errno = saved;
+		return e;
+	}
+	char buf[4096];
+	size_t have = 0;
+	long count = 0;
+	int mid_line = 0; /* the buffer starts inside a line already seen */
+	for (;;) {
+		ssize_t r = read(fd, buf + have, sizeof buf - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		size_t i = 0;
+		for (;;) {
+			size_t nl = i;
+			while (nl < have && buf[nl] != '\n')
+				nl++;
+			if (nl == have)
+				break;
+			if (!mid_line) {
+				const char *e;
+				uintptr_t a = parse_hex(buf + i, &e);
+				if (a >= lo && a < hi)
+					count++;
+			}
+			mid_line = 0;
+			i = nl + 1;
+		}
+		if (i == 0 && have == sizeof buf) {
+			/* a line longer than the buffer: count it, skip the rest */
+			if (!mid_line) {
+				const char *e;
+				uintptr_t a = parse_hex(buf, &e);
+				if (a >= lo && a < hi)
+					count++;
+			}
+			mid_line = 1;
+			have = 0;
+			continue;
+		}
+		have -= i;
+		for (size_t k = 0; k < have; k++)
+			buf[k] = buf[i + k];
+	}
+	close(fd);
+	errno = saved;
+	return count;
+}
+
+_Noreturn void os_abort(void)
+{
+	abort();
+}

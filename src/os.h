@@ -1,0 +1,42 @@
+/* os.h - the one OS boundary.  Every syscall xpfo makes goes through here.
+ *
+ * Contract: functions return 0 on success or a positive errno value; they
+ * never set errno (the caller's errno is preserved); sizes and addresses are
+ * page-aligned.  Every call is counted in the stats.  In test builds a fault
+ * can be injected per operation (os_inject), so error paths are exercised.
+ */
+#ifndef XPFO_OS_H
+#define XPFO_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum os_prot { OS_NONE = 0, OS_READ = 1, OS_RW = 3 };
+
+enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_COUNT };
+
+/* Reserve size bytes of inaccessible address space aligned to align (a power
+ * of two >= page size).  *out gets the address. */
+int os_reserve(size_t size, size_t align, void **out);
+/* Map size bytes readable and writable (metadata). */
+int os_map_rw(size_t size, void **out);
+int os_unmap(void *addr, size_t size);
+int os_protect(void *addr, size_t size, enum os_prot prot);
+/* Give the pages' frames back: the next touch sees zeros. */
+int os_purge(void *addr, size_t size);
+/* Random bytes from the kernel. */
+int os_random(void *buf, size_t n);
+/* write(2) all of buf to fd, retrying on EINTR; errors ignored. */
+void os_write(int fd, const char *buf, size_t n);
+/* Read a small file into buf (NUL-terminated); returns bytes or -errno. */
+long os_read_file(const char *path, char *buf, size_t n);
+long os_gettid(void);
+/* Count the lines of /proc/self/maps whose start lies in [lo, hi). */
+long os_count_vmas(uintptr_t lo, uintptr_t hi);
+_Noreturn void os_abort(void);
+
+/* Test seam: make the next `count` calls of op fail with err after `skip`
+ * successful ones (count 0 disarms). */
+void os_inject(enum os_op op, int err, unsigned skip, unsigned count);
+
+#endif

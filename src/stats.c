@@ -1,0 +1,153 @@
+/* stats.c - counters: xpfo_stats_get, xpfo_stats_print. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+struct stats_global g_stats;
+static struct tstats merged; /* threads that exited (merge_lock) */
+static pthread_mutex_t merge_lock = PTHREAD_MUTEX_INITIALIZER;
+
+unsigned long xpfo_vma_limit(void);
+
+void stat_gauge_add(uint64_t *gauge, uint64_t *peak, int64_t v)
+{
+	uint64_t now = __atomic_add_fetch(gauge, (uint64_t)v, __ATOMIC_RELAXED);
+	uint64_t p = __atomic_load_n(peak, __ATOMIC_RELAXED);
+	while (now > p && !__atomic_compare_exchange_n(peak, &p, now, true, __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED))
+		;
+}
+
+static void add_tstats(struct tstats *to, const struct tstats *from)
+{
+	for (unsigned c = 0; c <= NCLASSES; c++) {
+		to->allocs[c] += __atomic_load_n(&from->allocs[c], __ATOMIC_RELAXED);
+		to->frees[c] += __atomic_load_n(&from->frees[c], __ATOMIC_RELAXED);
+	}
+}
+
+void stats_merge_thread(struct tstate *t)
+{
+	pthread_mutex_lock(&merge_lock);
+	add_tstats(&merged, &t->st);
+	memset(&t->st, 0, sizeof t->st);
+	pthread_mutex_unlock(&merge_lock);
+}
+
+static void sum_one(struct tstate *t, void *arg)
+{
+	add_tstats(arg, &t->st);
+}
+
+void stats_fill(struct xpfo_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	struct tstats sum;
+	memset(&sum, 0, sizeof sum);
+	pthread_mutex_lock(&merge_lock);
+	add_tstats(&sum, &merged);
+	pthread_mutex_unlock(&merge_lock);
+	tstate_foreach(sum_one, &sum);
+	uint64_t live = 0;
+	for (unsigned c = 0; c < NCLASSES; c++) {
+		s->class_size[c] = classes[c].size;
+		s->class_allocs[c] = sum.allocs[c];
+		s->class_frees[c] = sum.frees[c];
+		s->allocs_small += sum.allocs[c];
+		s->frees += sum.frees[c];
+		live += (sum.allocs[c] - sum.frees[c]) * classes[c].size;
+	}
+	s->allocs_large = sum.allocs[NCLASSES];
+	s->frees += sum.frees[NCLASSES];
+	s->allocs = s->allocs_small + s->allocs_large;
+#define L(f) __atomic_load_n(&g_stats.f, __ATOMIC_RELAXED)
+#define X(n) s->n = L(n);
+	XPFO_GLOBAL_COUNTERS(X)
+#undef X
+	s->live_bytes = live + L(large_live_bytes);
+	s->pages_quarantined = L(pages_quarantined);
+	s->mapped_bytes = L(mapped_pages) << PAGE_SHIFT;
+	s->peak_mapped_bytes = L(peak_mapped_pages) << PAGE_SHIFT;
+	s->resident_bytes = L(resident_pages) << PAGE_SHIFT;
+	s->peak_resident_bytes = L(peak_resident_pages) << PAGE_SHIFT;
+	s->metadata_bytes = L(metadata_bytes);
+	s->segments = L(segments);
+#undef L
+	long v = os_count_vmas(heap_base, heap_end);
+	s->vmas = v > 0 ? (uint64_t)v : 0;
+	s->vma_limit = xpfo_vma_limit();
+	s->size = sizeof *s;
+}
+
+XPFO_EXPORT int xpfo_stats_get(struct xpfo_stats *out, size_t size)
+{
+	if (!out || size < sizeof out->size) {
+		errno = EINVAL;
+		return -1;
+	}
+	tstate_get();
+	struct xpfo_stats s;
+	stats_fill(&s);
+	if (size > sizeof s)
+		size = sizeof s;
+	s.size = size;
+	memcpy(out, &s, size);
+	return 0;
+}
+
+static void line(int fd, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	size_t n = fmt_buf(buf, sizeof buf - 1, fmt, ap);
+	va_end(ap);
+	buf[n++] = '\n';
+	os_write(fd, buf, n);
+}
+
+/* x / y with two decimals, as text */
+static const char *ratio(char *buf, size_t n, uint64_t x, uint64_t y)
+{
+	if (!y)
+		return "-";
+	uint64_t c = x * 100 / y;
+	fmt_str(buf, n, "%u.%u%u", (unsigned long)(c / 100), (unsigned long)(c / 10 % 10),
+		(unsigned long)(c % 10));
+	return buf;
+}
+
+XPFO_EXPORT void xpfo_stats_print(int fd)
+{
+	struct xpfo_stats s;
+	char r1[32];
+	tstate_get();
+	stats_fill(&s);
+	line(fd, "xpfo: stats (pid %d, backend %s, revoke=%s, batch=%u)", (long)getpid(),
+	     xpfo_backend(), opt.revoke == REVOKE_BATCHED ? "batched"
+	     : opt.revoke == REVOKE_EAGER ? "eager" : "off", (unsigned long)opt.batch);
+	line(fd, "xpfo:   allocations  %u (small %u, page runs %u), frees %u, live %u bytes",
+	     s.allocs, s.allocs_small, s.allocs_large, s.frees, s.live_bytes);
+	line(fd, "xpfo:   revocation   queued %u runs / %u pages, cancelled %u pages, revoked %u pages",
+	     s.revoke_queued, s.pages_queued, s.pages_cancelled, s.pages_revoked);
+	line(fd, "xpfo:   syscalls     revoke %u (%s pages each), grant %u, madvise %u, mmap %u, munmap %u",
+	     s.revoke_syscalls, ratio(r1, sizeof r1, s.pages_revoked, s.revoke_syscalls),
+	     s.grant_syscalls, s.madvise_syscalls, s.mmap_syscalls, s.munmap_syscalls);
+	line(fd, "xpfo:   flushes      %u (full %u, explicit %u, thread exit %u, reuse %u, eager %u, other %u)",
+	     s.flushes, s.flush_full, s.flush_explicit, s.flush_thread_exit, s.flush_reuse,
+	     s.flush_eager, s.flush_other);
+	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined",
+	     s.revoke_failures, s.pages_quarantined);
+	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
+	     s.mapped_bytes >> 10, s.peak_mapped_bytes >> 10, s.resident_bytes >> 10,
+	     s.peak_resident_bytes >> 10, s.pages_purged, s.purges, s.metadata_bytes >> 10);
+	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u)",
+	     s.segments, s.vmas, s.vma_limit);
+	for (unsigned c = 0; c < NCLASSES; c++)
+		if (s.class_allocs[c])
+			line(fd, "xpfo:   class %u     allocs %u frees %u", s.class_size[c],
+			     s.class_allocs[c], s.class_frees[c]);
+}

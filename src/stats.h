@@ -1,0 +1,42 @@
+/* stats.h - process-wide counters.  Slow-path counters are relaxed atomics in
+ * one global struct; fast-path counts (allocations and frees per class) live
+ * in each thread's state and are summed when read. */
+#ifndef XPFO_STATS_H
+#define XPFO_STATS_H
+
+#include <stdint.h>
+
+/* The fields of struct xpfo_stats that are plain global counters. */
+#define XPFO_GLOBAL_COUNTERS(X)                                            \
+	X(reallocs_in_place) X(revoke_queued) X(pages_queued)              \
+	X(pages_cancelled) X(pages_revoked) X(revoke_syscalls)             \
+	X(grant_syscalls) X(flushes) X(flush_full) X(flush_explicit)       \
+	X(flush_thread_exit) X(flush_reuse) X(flush_eager) X(flush_other)  \
+	X(revoke_failures) X(purges) X(pages_purged) X(mmap_syscalls)      \
+	X(munmap_syscalls) X(madvise_syscalls)
+
+/* Gauges (current values) with a peak where one is kept. */
+#define XPFO_GLOBAL_GAUGES(X)                                              \
+	X(pages_quarantined) X(mapped_pages) X(peak_mapped_pages)          \
+	X(resident_pages) X(peak_resident_pages) X(metadata_bytes)         \
+	X(segments) X(large_live_bytes)
+
+struct stats_global {
+#define X(n) uint64_t n;
+	XPFO_GLOBAL_COUNTERS(X)
+	XPFO_GLOBAL_GAUGES(X)
+#undef X
+};
+
+extern struct stats_global g_stats;
+
+#define stat_add(field, v) \
+	__atomic_fetch_add(&g_stats.field, (uint64_t)(v), __ATOMIC_RELAXED)
+#define stat_sub(field, v) \
+	__atomic_fetch_sub(&g_stats.field, (uint64_t)(v), __ATOMIC_RELAXED)
+#define stat_inc(field) stat_add(field, 1)
+
+/* Add v pages to a gauge and raise its peak. */
+void stat_gauge_add(uint64_t *gauge, uint64_t *peak, int64_t v);
+
+#endif
