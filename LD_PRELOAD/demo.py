@@ -1,5 +1,6 @@
 # The main job of the Quick start: an ordinary Python program, run under
-# xpfo-run --stats.  It builds and drops dicts, lists and strings, round-trips
+# xpfo-run --stats, with PYTHONMALLOC=malloc so that Python asks malloc for
+# every object instead of carving its own arenas.
 # JSON, uses threads and large buffers: every allocation comes from xpfo.
 import json
 import threading

@@ -6,4 +6,4 @@ EXTRA_DIST += LD_PRELOAD/demo.py
 demo_python = $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 .PHONY: demo
 demo: libxpfo.la LD_PRELOAD/xpfo-run
-	$(top_builddir)/LD_PRELOAD/xpfo-run --stats -- $(demo_python) $(top_srcdir)/LD_PRELOAD/demo.py
+	PYTHONMALLOC=malloc $(top_builddir)/LD_PRELOAD/xpfo-run --stats -- $(demo_python) $(top_srcdir)/LD_PRELOAD/demo.py

@@ -110,6 +110,11 @@ static void slab_retire(struct tstate *t, struct slab *s)
 
 /* ---- page runs ---------------------------------------------------------- */
 
+/* Pages granted at once for small runs: one mprotect opens a chunk, and
+ * what the run does not use waits in the gather as a spare the thread takes
+ * back for its next slab (or revokes with the batch). */
+#define GRANT_CHUNK 16
+
 /* A run of npages for compartment c: first one this thread queued for
  * revocation itself (no syscall: ownership never changed), else free pages
  * from the allocator, granted.  *clean: known to be zero. */
@@ -121,18 +126,23 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 		*clean = false;
 		return a;
 	}
-	a = pages_alloc(c, npages, align_pages, clean);
-	if (!a && t->g.n) {
+	size_t take = npages < GRANT_CHUNK && align_pages == 1 ? GRANT_CHUNK : npages;
+	a = pages_alloc(c, take, align_pages, clean);
+	if (!a && take != npages)
+		a = pages_alloc(c, take = npages, align_pages, clean);
+	if (!a && t->g.live) {
 		revoke_flush(t, FR_REUSE);
-		a = pages_alloc(c, npages, align_pages, clean);
+		a = pages_alloc(c, take = npages, align_pages, clean);
 	}
 	if (!a)
 		return 0;
-	if (grant(a, npages << PAGE_SHIFT)) {
-		struct range r = { a, (uint32_t)npages, c->id, RK_RUN, 0 };
+	if (grant(a, take << PAGE_SHIFT)) {
+		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0 };
 		pages_release(&r, 1);
 		return 0;
 	}
+	if (take > npages)
+		revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages, c->id);
 	return a;
 }
 
@@ -154,8 +164,9 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	s->cls = (uint16_t)cls;
 	s->nslots = k->nslots;
 	s->owner = h->comp->id;
-	for (unsigned i = k->nslots; i < SLAB_MAX_SLOTS; i++)
-		s->used[i / 64] |= 1ull << (i % 64);
+	/* slots past the end count as used, so the search never finds them */
+	for (unsigned w = k->nslots / 64; w < SLAB_WORDS; w++)
+		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
 	pages_set_run(a, k->npages, PG_MAKE(PG_SLAB, s->id));
 	return s;
@@ -264,12 +275,12 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 		clean = false;
 		if (!a) {
 			a = huge_alloc(c, np, align, &clean);
-			if (!a && t->g.n) {
+			if (!a && t->g.live) {
 				revoke_flush(t, FR_REUSE);
 				a = huge_alloc(c, np, align, &clean);
 			}
 			if (a && grant(a, np << PAGE_SHIFT)) {
-				struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0 };
+				struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0 };
 				seg_of(a)->releasing = 1;
 				pages_release(&r, 1);
 				a = 0;

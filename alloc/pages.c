@@ -349,7 +349,7 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 		return false;
 	if (grant(addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
 		/* could not open them: hand them straight back (never opened) */
-		struct range r = { addr + (npages << PAGE_SHIFT), (uint32_t)extra, s->owner, RK_RUN, 0 };
+		struct range r = { addr + (npages << PAGE_SHIFT), (uint32_t)extra, s->owner, RK_RUN, 0, 0, 0 };
 		pages_release(&r, 1);
 		return false;
 	}

@@ -107,6 +107,7 @@ struct tstate *tstate_slow(void)
 	if (!t)
 		xpfo_fatal("out of metadata memory for a thread state");
 	heap_init_theap(&t->root_heap, t, &comp_root);
+	gather_init(&t->g);
 	t->heap = &t->root_heap;
 	t->tid = os_gettid();
 	pthread_mutex_lock(&threads_lock);

@@ -138,18 +138,26 @@ struct theap {                        /* a thread's allocation context in one co
 
 struct range {
 	uintptr_t addr;
-	uint32_t npages;
+	uint32_t npages;                  /* 0: a removed entry */
 	uint16_t owner;
 	uint8_t kind;                     /* enum range_kind */
 	uint8_t purged;                   /* set by the flush */
+	uint16_t next, prev;              /* bucket list (by size) */
 };
 enum range_kind { RK_RUN, RK_HUGE };
 
-/* The gather: a thread's queue of pending revocations (src/revoke.c). */
+#define GATHER_MAX 4096
+#define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */
+#define GATHER_NIL 0xffff
+
+/* The gather: a thread's queue of pending revocations (src/revoke.c).
+ * Entries are also indexed by size, so the thread can take a run back. */
 struct gather {
-	unsigned n;
-	uint64_t pages;
-	struct range r[4096];
+	unsigned n;                       /* slots used, removed ones included */
+	unsigned live;                    /* runs queued */
+	uint64_t pages;                   /* pages queued */
+	uint16_t head[GATHER_BUCKETS];
+	struct range r[GATHER_MAX];
 };
 
 struct tstats {
@@ -226,6 +234,10 @@ void pages_purge_all(void);              /* release every retained free page */
 enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_OTHER };
 /* Queue a freed run for revocation (its page entries become PG_PENDING). */
 void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k);
+/* Queue granted pages the thread did not need (a grant chunk's rest): they
+ * can be taken back like freed runs, and are revoked with the batch. */
+void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner);
+void gather_init(struct gather *g);
 /* Take back a queued run of the same owner (cancel its revocation). */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
 			enum range_kind k);

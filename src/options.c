@@ -4,15 +4,18 @@
 #include "fatal.h"
 #include "os.h"
 
+#define GATHER_MAX_RUNS 4096 /* GATHER_MAX in internal.h */
+
 #include <stddef.h>
 #include <string.h>
 
 struct options opt = {
 	.backend = BACKEND_AUTO,
 	.revoke = REVOKE_BATCHED,
-	.batch = 64,
+	.batch = 1024,
 	.batch_pages = 4096,
 	.purge = 65536,
+	.retain = 32ul << 20,
 	.reserve_gib = 64,
 	.stats = 0,
 	.verbose = 0,
@@ -39,12 +42,15 @@ static const struct opt_desc table[] = {
 	{ "revoke", T_ENUM, OFF(revoke), 0, 2, revoke_names,
 	  "batched: queue revocations per thread and apply them in coalesced batches; "
 	  "eager: apply each at once (the baseline); off: never revoke (measurement only, unsafe)" },
-	{ "batch", T_UINT, OFF(batch), 1, 4096, NULL,
+	{ "batch", T_UINT, OFF(batch), 1, GATHER_MAX_RUNS, NULL,
 	  "freed runs a thread queues before its gather is applied" },
 	{ "batch_pages", T_UINT, OFF(batch_pages), 1, 1u << 20, NULL,
 	  "pages a thread queues before its gather is applied" },
 	{ "purge", T_ULONG, OFF(purge), 4096, 1ul << 40, NULL,
-	  "bytes: revoked spans at least this large are released to the OS at once" },
+	  "bytes: once more than `retain` bytes of revoked pages are resident, revoked spans "
+	  "at least this long are released to the OS (spans of 1 MiB or more always are)" },
+	{ "retain", T_ULONG, OFF(retain), 0, 1ul << 40, NULL,
+	  "bytes of revoked free pages kept resident for reuse" },
 	{ "reserve", T_UINT, OFF(reserve_gib), 1, 65536, NULL,
 	  "GiB of address space reserved for the heap (a power of two)" },
 	{ "stats", T_BOOL, OFF(stats), 0, 1, NULL, "print statistics to stderr at exit" },

@@ -12,7 +12,8 @@ struct options {
 	unsigned revoke;      /* enum revoke_mode */
 	unsigned batch;       /* runs a gather holds before it is applied */
 	unsigned batch_pages; /* pages a gather holds before it is applied */
-	unsigned long purge;  /* freed spans of at least this many bytes are released */
+	unsigned long purge;  /* under retain pressure, spans this long are released */
+	unsigned long retain; /* bytes of revoked pages kept resident for reuse */
 	unsigned reserve_gib; /* heap reservation, GiB (power of two) */
 	unsigned stats;       /* print statistics at exit */
 	unsigned verbose;

@@ -8,16 +8,51 @@
  * for any owner.  So no page reaches a new owner while its previous owner
  * can still reach it.  The one shortcut is revoke_cancel: the same thread
  * taking a queued run back for the same owner, whose ownership never
- * changed, so there is nothing to revoke.
+ * changed, so there is nothing to revoke.  That is what makes deferral pay:
+ * the cheapest revocation is the one never applied.
  *
  * Batching: queued runs are sorted and adjacent ones coalesced at flush time,
- * one mprotect per coalesced span; each mprotect of a mapping that other CPUs
- * may cache is a TLB shootdown, which is what batching saves (see the cost
- * model in docs/design.md).  Bounds: opt.batch runs or opt.batch_pages pages
- * (a full gather is applied at once, like tlb_flush_mmu when the batch pages
- * run out).  revoke=eager applies every run as it comes, the baseline.
+ * one mprotect per coalesced span.  Each mprotect of a mapping that other
+ * CPUs may cache costs a TLB shootdown (measured here: ~11 us for one page
+ * with one thread, ~58 us with a second thread running, ~0.5 us per page over
+ * a 64-page range), which is what batching saves.  Bounds: opt.batch runs or
+ * opt.batch_pages pages; a full gather is applied at once, like tlb_flush_mmu
+ * when the batch runs out.  They also bound how long a freed page stays
+ * reachable by the thread that freed it: until its gather is applied.
+ * revoke=eager applies every run as it comes, the baseline.
  */
 #include "internal.h"
+
+void gather_init(struct gather *g)
+{
+	g->n = g->live = 0;
+	g->pages = 0;
+	for (unsigned b = 0; b < GATHER_BUCKETS; b++)
+		g->head[b] = GATHER_NIL;
+}
+
+static inline unsigned bucket(size_t npages) { return npages < 32 ? (unsigned)npages : 32; }
+
+static void link(struct gather *g, uint16_t i)
+{
+	unsigned b = bucket(g->r[i].npages);
+	g->r[i].prev = GATHER_NIL;
+	g->r[i].next = g->head[b];
+	if (g->head[b] != GATHER_NIL)
+		g->r[g->head[b]].prev = i;
+	g->head[b] = i;
+}
+
+static void unlink_entry(struct gather *g, uint16_t i)
+{
+	struct range *r = &g->r[i];
+	if (r->prev != GATHER_NIL)
+		g->r[r->prev].next = r->next;
+	else
+		g->head[bucket(r->npages)] = r->next;
+	if (r->next != GATHER_NIL)
+		g->r[r->next].prev = r->prev;
+}
 
 static void set_pending(const struct range *r)
 {
@@ -27,19 +62,47 @@ static void set_pending(const struct range *r)
 		pages_set_run(r->addr, r->npages, PG_MAKE(PG_PENDING, r->npages));
 }
 
-void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k)
+static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
+			enum range_kind k)
 {
 	struct gather *g = &t->g;
-	struct range r = { addr, (uint32_t)npages, owner, (uint8_t)k, 0 };
-	set_pending(&r);
-	stat_inc(revoke_queued);
-	stat_add(pages_queued, npages);
-	g->r[g->n++] = r;
+	if (g->n == GATHER_MAX)
+		revoke_flush(t, FR_FULL);
+	uint16_t i = (uint16_t)g->n++;
+	g->r[i] = (struct range){ addr, (uint32_t)npages, owner, (uint8_t)k, 0, 0, 0 };
+	set_pending(&g->r[i]);
+	link(g, i);
+	g->live++;
 	g->pages += npages;
+}
+
+static void maybe_flush(struct tstate *t)
+{
+	struct gather *g = &t->g;
 	if (opt.revoke == REVOKE_EAGER)
 		revoke_flush(t, FR_EAGER);
-	else if (g->n >= opt.batch || g->pages >= opt.batch_pages)
+	else if (g->live >= opt.batch || g->pages >= opt.batch_pages)
 		revoke_flush(t, FR_FULL);
+}
+
+void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k)
+{
+	stat_inc(revoke_queued);
+	stat_add(pages_queued, npages);
+	gather_push(t, addr, npages, owner, k);
+	maybe_flush(t);
+}
+
+void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner)
+{
+	gather_push(t, addr, npages, owner, RK_RUN);
+	maybe_flush(t);
+}
+
+static inline bool fits(const struct range *r, size_t npages, size_t align, uint16_t owner,
+			enum range_kind k)
+{
+	return r->owner == owner && r->kind == k && r->npages >= npages && !(r->addr & (align - 1));
 }
 
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
@@ -47,29 +110,32 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 {
 	struct gather *g = &t->g;
 	size_t align = align_pages << PAGE_SHIFT;
-	int best = -1;
-	for (int i = (int)g->n - 1; i >= 0; i--) {
-		struct range *r = &g->r[i];
-		if (r->owner != owner || r->kind != k || r->npages < npages || (r->addr & (align - 1)))
-			continue;
-		if (r->npages == npages) {
-			best = i;
+	uint16_t found = GATHER_NIL;
+	/* exact size first, then (page runs only) the smallest larger bucket */
+	for (unsigned b = bucket(npages); b < GATHER_BUCKETS && found == GATHER_NIL; b++) {
+		for (uint16_t i = g->head[b]; i != GATHER_NIL; i = g->r[i].next)
+			if (fits(&g->r[i], npages, align, owner, k) &&
+			    (g->r[i].npages == npages || k == RK_RUN)) {
+				found = i;
+				break;
+			}
+		if (k != RK_RUN)
 			break;
-		}
-		if (k == RK_RUN && best < 0)
-			best = i;
 	}
-	if (best < 0)
+	if (found == GATHER_NIL)
 		return 0;
-	struct range *r = &g->r[best];
+	struct range *r = &g->r[found];
 	uintptr_t a = r->addr;
+	unlink_entry(g, found);
 	if (r->npages > npages) {
 		/* keep the tail queued */
 		r->addr += npages << PAGE_SHIFT;
 		r->npages -= (uint32_t)npages;
 		set_pending(r);
+		link(g, found);
 	} else {
-		*r = g->r[--g->n];
+		r->npages = 0;
+		g->live--;
 		if (k == RK_HUGE)
 			__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
 	}
@@ -81,7 +147,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 /* Shell sort by address: the gather is small and often nearly sorted. */
 static void sort_ranges(struct range *r, unsigned n)
 {
-	static const unsigned gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
+	static const unsigned gaps[] = { 1750, 701, 301, 132, 57, 23, 10, 4, 1 };
 	for (unsigned gi = 0; gi < sizeof gaps / sizeof gaps[0]; gi++) {
 		unsigned gap = gaps[gi];
 		for (unsigned i = gap; i < n; i++) {
@@ -96,9 +162,9 @@ static void sort_ranges(struct range *r, unsigned n)
 
 static inline uintptr_t range_end(const struct range *r) { return r->addr + ((uintptr_t)r->npages << PAGE_SHIFT); }
 
-/* Purge the coalesced runs (not huge: segments are purged when released)
- * of r[a..b) that reach the purge threshold. */
-static void purge_span(struct range *r, unsigned a, unsigned b)
+/* Purge the coalesced page runs (not huge ones: their segments are purged
+ * when released) of r[a..b) that are at least min bytes long. */
+static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 {
 	for (unsigned i = a; i < b;) {
 		if (r[i].kind != RK_RUN) {
@@ -109,7 +175,7 @@ static void purge_span(struct range *r, unsigned a, unsigned b)
 		while (j < b && r[j].kind == RK_RUN && r[j].addr == range_end(&r[j - 1]))
 			j++;
 		size_t len = range_end(&r[j - 1]) - r[i].addr;
-		if (len >= opt.purge && !os_purge((void *)r[i].addr, len)) {
+		if (len >= min && !os_purge((void *)r[i].addr, len)) {
 			stat_inc(purges);
 			stat_add(pages_purged, len >> PAGE_SHIFT);
 			for (unsigned k = i; k < j; k++)
@@ -128,12 +194,17 @@ static void quarantine(struct range *r)
 	r->npages = 0; /* dropped from the release below */
 }
 
+/* Released spans shorter than this stay resident (revoked) for reuse while
+ * the retained total stays under opt.retain; longer ones always go back. */
+#define PURGE_ALWAYS ((size_t)1 << 20)
+
 int revoke_flush(struct tstate *t, enum flush_reason why)
 {
 	struct gather *g = &t->g;
-	unsigned n = g->n;
-	if (!n)
+	if (!g->live) {
+		gather_init(g);
 		return 0;
+	}
 	stat_inc(flushes);
 	switch (why) {
 	case FR_FULL: stat_inc(flush_full); break;
@@ -143,8 +214,19 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	case FR_EAGER: stat_inc(flush_eager); break;
 	case FR_OTHER: stat_inc(flush_other); break;
 	}
+	/* compact: drop removed entries */
 	struct range *r = g->r;
+	unsigned n = 0;
+	for (unsigned i = 0; i < g->n; i++)
+		if (r[i].npages)
+			r[n++] = r[i];
+	uint64_t pages = g->pages;
+	gather_init(g);
 	sort_ranges(r, n);
+
+	uint64_t retained = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED) -
+			    __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED);
+	size_t purge_min = (retained + pages) << PAGE_SHIFT > opt.retain ? opt.purge : PURGE_ALWAYS;
 	int err = 0;
 	for (unsigned i = 0; i < n;) {
 		unsigned j = i + 1;
@@ -163,16 +245,13 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			}
 			stat_add(pages_revoked, len >> PAGE_SHIFT);
 		}
-		purge_span(r, i, j);
+		purge_span(r, i, j, purge_min);
 		i = j;
 	}
-	/* drop quarantined entries, then hand the rest back */
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (r[i].npages)
 			r[m++] = r[i];
-	g->n = 0;
-	g->pages = 0;
 	pages_release(r, m);
 	return err;
 }
