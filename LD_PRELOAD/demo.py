@@ -1,7 +1,8 @@
 # The main job of the Quick start: an ordinary Python program, run under
-# xpfo-run --stats, with PYTHONMALLOC=malloc so that Python asks malloc for
-# every object instead of carving its own arenas.
-# JSON, uses threads and large buffers: every allocation comes from xpfo.
+# xpfo-run --stats.  `make demo` sets PYTHONMALLOC=malloc so that Python asks
+# malloc for every object instead of carving its own arenas.  It builds and
+# drops dicts, lists and strings, round-trips JSON, runs threads and makes
+# large buffers: every allocation comes from xpfo.
 import json
 import threading
 
