@@ -1,0 +1,215 @@
+#!/bin/sh
+# kernel/build.sh: build a minimal x86-64 Linux 6.1 kernel from Debian's
+# linux-source-6.1, once as shipped ("base") and once with the patch series
+# in kernel/patches/ applied ("patched").
+#
+# Usage: kernel/build.sh [--variant base|patched|both] [--w1] [--jobs N]
+#
+# Everything is kept outside the clone, in $XPFO_KERNEL_CACHE
+# (default /var/cache/xpfo-kernel):
+#   src/base/       pristine tree, built in place (never modified)
+#   src/patched/    the same tree with the series applied, built in place
+#   ccache/         compiler cache shared by both trees
+#   bzImage-base, bzImage-patched   the results
+# In-tree builds use relative paths only, so both trees hit the same ccache
+# entries for every file the series does not touch: the second tree costs
+# little on a cold cache, and a repeated run rebuilds nothing.
+#
+# --w1 builds the patched tree's touched objects with W=1 and fails on any
+# warning in a file the series changes (W=1 is noisy elsewhere in 6.1).
+set -eu
+
+die() { echo "kernel/build.sh: error: $*" >&2; exit 1; }
+log() { echo "kernel/build.sh: $*" >&2; }
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${XPFO_KERNEL_CACHE:-/var/cache/xpfo-kernel}
+tarball=${XPFO_KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+variant=both
+jobs=2
+w1=0
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--variant) [ $# -ge 2 ] || die "--variant needs an argument"
+		variant=$2; shift 2 ;;
+	--jobs) [ $# -ge 2 ] || die "--jobs needs an argument"
+		jobs=$2; shift 2 ;;
+	--w1) w1=1; shift ;;
+	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	*) die "unknown argument: $1 (see --help)" ;;
+	esac
+done
+case $variant in base|patched|both) ;; *) die "bad --variant: $variant" ;; esac
+case $jobs in ''|*[!0-9]*) die "bad --jobs: $jobs" ;; esac
+
+[ -r "$tarball" ] || die "$tarball not found: apt-get install linux-source-6.1"
+for tool in gcc make flex bison bc xz tar patch sha256sum; do
+	command -v $tool >/dev/null 2>&1 || die "$tool not found"
+done
+[ -r /usr/include/libelf.h ] || die "libelf.h not found: apt-get install libelf-dev"
+[ -r /usr/include/openssl/ssl.h ] || die "openssl headers not found: apt-get install libssl-dev"
+
+if command -v ccache >/dev/null 2>&1; then
+	cc="ccache gcc"
+	export CCACHE_DIR="$cache/ccache"
+	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
+	export CCACHE_NOHASHDIR=1
+	export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
+else
+	log "warning: ccache not found (apt-get install ccache); builds will be slow"
+	cc=gcc
+fi
+
+# Fixed build identity, so that repeated builds produce the same objects.
+export KBUILD_BUILD_TIMESTAMP='Thu Jan  1 00:00:00 UTC 2026'
+export KBUILD_BUILD_USER=xpfo KBUILD_BUILD_HOST=xpfo KBUILD_BUILD_VERSION=1
+
+mkdir -p "$cache/src"
+tar_id=$(stat -c '%s %Y' "$tarball")
+frag_id=$(sha256sum <"$here/config.fragment" | cut -d' ' -f1)
+series=$(ls "$here"/patches/*.patch 2>/dev/null | grep -v '/0000-' || true)
+series_id=$(cat $series /dev/null | sha256sum | cut -d' ' -f1)
+
+# extract_tree DIR: a fresh pristine tree in DIR.
+extract_tree() {
+	log "extracting $tarball into $1"
+	rm -rf "$1" "$1.tmp"
+	mkdir -p "$1.tmp"
+	tar -xJf "$tarball" -C "$1.tmp" --strip-components=1
+	echo "$tar_id" >"$1.tmp/.xpfo-tarball"
+	mv "$1.tmp" "$1"
+}
+
+# apply_series DIR: make DIR carry exactly the current series.  The applied
+# patches are kept in DIR/.xpfo-series/ so that a changed series is first
+# reversed (touching only the files it changed), then the new one applied.
+# A tree that does not take a patch cleanly is extracted afresh.
+apply_series() {
+	tree=$1
+	if [ -d "$tree/.xpfo-series" ]; then
+		if [ "$(cat "$tree/.xpfo-series-id" 2>/dev/null)" = "$series_id" ]; then
+			return 0
+		fi
+		log "reversing the previously applied series in $tree"
+		for p in $(ls "$tree/.xpfo-series" | sort -r); do
+			if ! patch -d "$tree" -p1 -R -s --no-backup-if-mismatch \
+				<"$tree/.xpfo-series/$p"; then
+				log "reversal failed; re-extracting $tree"
+				extract_tree "$tree"
+				break
+			fi
+		done
+		rm -rf "$tree/.xpfo-series" "$tree/.xpfo-series-id"
+	fi
+	[ -n "$series" ] || die "no patches in $here/patches"
+	log "applying $(echo "$series" | wc -l) patch(es) to $tree"
+	mkdir -p "$tree/.xpfo-series"
+	for p in $series; do
+		if ! patch -d "$tree" -p1 -s --no-backup-if-mismatch <"$p"; then
+			rm -f "$tree/.xpfo-tarball"	# dirty: extract next time
+			die "$(basename "$p") does not apply to linux-source-6.1"
+		fi
+		cp "$p" "$tree/.xpfo-series/"
+	done
+	echo "$series_id" >"$tree/.xpfo-series-id"
+}
+
+# configure_tree DIR: tinyconfig + fragment, checked line by line.
+configure_tree() {
+	tree=$1
+	if [ -f "$tree/.config" ] &&
+	   [ "$(cat "$tree/.xpfo-config-id" 2>/dev/null)" = "$frag_id" ]; then
+		return 0
+	fi
+	log "configuring $tree"
+	make -s -C "$tree" ARCH=x86_64 CC="$cc" tinyconfig >/dev/null
+	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m \
+		.config "$here/config.fragment" >/dev/null)
+	make -s -C "$tree" ARCH=x86_64 CC="$cc" olddefconfig >/dev/null
+	bad=0
+	while IFS= read -r line; do
+		case $line in
+		CONFIG_*=*) want=$line ;;
+		"# CONFIG_"*" is not set") want=$line ;;
+		*) continue ;;
+		esac
+		if ! grep -qxF "$want" "$tree/.config"; then
+			log "config mismatch: wanted '$want'"
+			bad=1
+		fi
+	done <"$here/config.fragment"
+	[ $bad = 0 ] || die "the config fragment did not survive olddefconfig"
+	echo "$frag_id" >"$tree/.xpfo-config-id"
+}
+
+build_tree() {
+	name=$1
+	tree="$cache/src/$name"
+	if [ ! -f "$tree/.xpfo-tarball" ] ||
+	   [ "$(cat "$tree/.xpfo-tarball")" != "$tar_id" ]; then
+		extract_tree "$tree"
+	fi
+	[ "$name" = patched ] && apply_series "$tree"
+	configure_tree "$tree"
+	log "building $name ($jobs jobs)"
+	start=$(date +%s)
+	make -s -C "$tree" ARCH=x86_64 CC="$cc" -j"$jobs" bzImage ||
+		die "$name kernel build failed"
+	cp "$tree/arch/x86/boot/bzImage" "$cache/bzImage-$name.tmp"
+	mv "$cache/bzImage-$name.tmp" "$cache/bzImage-$name"
+	log "$name: $cache/bzImage-$name ($(($(date +%s) - start)) s)"
+}
+
+# w1_check: rebuild every object the series touches with W=1 in both trees
+# and compare the warnings: the series may add none.
+w1_check() {
+	files=$(grep -h '^+++ b/.*\.c$' $series | sed 's|^+++ b/||' | sort -u)
+	[ -n "$files" ] || { log "W=1: series touches no .c file"; return 0; }
+	status=0
+	for f in $files; do
+		obj=${f%.c}.o
+		cmd=$(dirname "$obj")/.$(basename "$obj").cmd
+		for name in base patched; do
+			tree="$cache/src/$name"
+			: >"$cache/w1-$name.txt"
+			[ -f "$tree/$f" ] || continue
+			# Keep the normal object, so that the next build
+			# does not see changed flags and relink.
+			for x in "$obj" "$cmd"; do
+				[ -f "$tree/$x" ] && cp -p "$tree/$x" "$tree/$x.xpfo-keep"
+			done
+			rm -f "$tree/$obj"
+			make -s -C "$tree" ARCH=x86_64 CC=gcc W=1 "$obj" \
+				2>"$cache/w1-$name.log" >/dev/null ||
+				die "W=1 build of $obj failed in $name"
+			for x in "$obj" "$cmd"; do
+				[ -f "$tree/$x.xpfo-keep" ] && mv "$tree/$x.xpfo-keep" "$tree/$x"
+			done
+			# Line numbers move with the patch; compare the messages.
+			sed -n 's/^[^:]*:[0-9]*:[0-9]*: warning: //p' \
+				"$cache/w1-$name.log" | sort >"$cache/w1-$name.txt"
+		done
+		new=$(comm -13 "$cache/w1-base.txt" "$cache/w1-patched.txt")
+		if [ -n "$new" ]; then
+			log "W=1: new warnings in $f:"
+			cat "$cache/w1-patched.log" >&2
+			status=1
+		else
+			log "W=1: $f: no new warnings ($(wc -l <"$cache/w1-patched.txt") in total)"
+		fi
+	done
+	return $status
+}
+
+case $variant in
+base) build_tree base ;;
+patched) build_tree patched ;;
+both) build_tree base; build_tree patched ;;
+esac
+if [ $w1 = 1 ]; then
+	w1_check || die "W=1 found new warnings"
+fi
+if [ -n "${CCACHE_DIR:-}" ]; then
+	ccache -s 2>/dev/null | grep -Ei '^ *(hits|misses)|cache hit' >&2 || true
+fi
