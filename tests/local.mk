@@ -1,1 +1,80 @@
-# tests: see Makefile.am
+# tests: the test suite (make check).  See tests/README for what each checks.
+#
+# C tests come in two builds from one source: linked against libxpfo.la
+# (xpfo required), and "-plain" (not linked) for the LD_PRELOAD runs; the
+# plain builds also run against glibc to validate the checks themselves.
+
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = $(SHELL)
+AM_TESTS_ENVIRONMENT = \
+	top_srcdir='$(abs_top_srcdir)'; export top_srcdir; \
+	top_builddir='$(abs_top_builddir)'; export top_builddir; \
+	XPFO_LIB='$(abs_top_builddir)/.libs/libxpfo.so'; export XPFO_LIB; \
+	XPFO_RUN='$(abs_top_builddir)/LD_PRELOAD/xpfo-run'; export XPFO_RUN; \
+	unset XPFO_OPTIONS;
+
+tests_common = tests/testutil.c tests/testutil.h
+# -fno-builtin: the compiler must not fold or drop malloc/free pairs the
+# tests make on purpose.
+tests_cflags = $(AM_CFLAGS) -fno-builtin
+tests_linked_cppflags = $(AM_CPPFLAGS) -DTU_REQUIRE_XPFO=1
+tests_linked_ldadd = libxpfo.la
+# -no-install: a real executable, not a libtool wrapper script (the tests
+# re-execute themselves and run under strace).
+tests_linked_ldflags = -no-install
+
+check_PROGRAMS += tests/api tests/api-plain tests/misuse tests/misuse-plain \
+	tests/revoke tests/stress tests/stress-plain tests/forkalloc \
+	tests/forkalloc-plain
+
+tests_api_CFLAGS = $(tests_cflags)
+tests_api_SOURCES = tests/api.c $(tests_common)
+tests_api_CPPFLAGS = $(tests_linked_cppflags)
+tests_api_LDADD = $(tests_linked_ldadd)
+tests_api_LDFLAGS = $(tests_linked_ldflags)
+tests_api_plain_CFLAGS = $(tests_cflags)
+tests_api_plain_SOURCES = tests/api.c $(tests_common)
+
+tests_misuse_CFLAGS = $(tests_cflags)
+tests_misuse_SOURCES = tests/misuse.c $(tests_common)
+tests_misuse_CPPFLAGS = $(tests_linked_cppflags)
+tests_misuse_LDADD = $(tests_linked_ldadd)
+tests_misuse_LDFLAGS = $(tests_linked_ldflags)
+tests_misuse_plain_CFLAGS = $(tests_cflags)
+tests_misuse_plain_SOURCES = tests/misuse.c $(tests_common)
+
+tests_revoke_CFLAGS = $(tests_cflags)
+tests_revoke_SOURCES = tests/revoke.c $(tests_common)
+tests_revoke_CPPFLAGS = $(tests_linked_cppflags)
+tests_revoke_LDADD = $(tests_linked_ldadd)
+tests_revoke_LDFLAGS = $(tests_linked_ldflags)
+
+tests_stress_CFLAGS = $(tests_cflags)
+tests_stress_SOURCES = tests/stress.c $(tests_common)
+tests_stress_CPPFLAGS = $(tests_linked_cppflags)
+tests_stress_LDADD = $(tests_linked_ldadd)
+tests_stress_LDFLAGS = $(tests_linked_ldflags)
+tests_stress_plain_CFLAGS = $(tests_cflags)
+tests_stress_plain_SOURCES = tests/stress.c $(tests_common)
+
+tests_forkalloc_CFLAGS = $(tests_cflags)
+tests_forkalloc_SOURCES = tests/forkalloc.c $(tests_common)
+tests_forkalloc_CPPFLAGS = $(tests_linked_cppflags)
+tests_forkalloc_LDADD = $(tests_linked_ldadd)
+tests_forkalloc_LDFLAGS = $(tests_linked_ldflags)
+tests_forkalloc_plain_CFLAGS = $(tests_cflags)
+tests_forkalloc_plain_SOURCES = tests/forkalloc.c $(tests_common)
+
+TESTS += tests/api tests/misuse tests/revoke tests/stress tests/forkalloc \
+	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
+	tests/revoke-strace.sh \
+	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
+	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
+	tests/preload-gcc.sh tests/preload-threads.sh
+
+EXTRA_DIST += tests/lib.sh tests/README tests/preload/workload.py \
+	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
+	tests/revoke-strace.sh \
+	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
+	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
+	tests/preload-gcc.sh tests/preload-threads.sh

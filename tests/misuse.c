@@ -1,0 +1,262 @@
+/* misuse.c - heap misuse is fatal, with one exact message line.
+ *
+ * Each case runs in a forked child and must die by SIGABRT after writing
+ * exactly one line to stderr:
+ *   xpfo: fatal: double free of <p> (compartment "root")
+ *   xpfo: fatal: invalid free of <p>: not from the xpfo heap (compartment "root")
+ *   xpfo: fatal: invalid free of <p>: interior pointer of the block at <b> (size class <n>) (compartment "root")
+ *   xpfo: fatal: realloc of freed pointer <p> (compartment "root")
+ * with addresses as printf's %p prints them.  For a page run the size class
+ * printed is the run's size in bytes; for a slab block, the block's size
+ * class in bytes (= malloc_usable_size of the block).
+ *
+ * Builds: tests/misuse (linked with libxpfo.la), tests/misuse-plain (run by
+ * misuse-preload.sh under LD_PRELOAD).
+ */
+#include "testutil.h"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
+#endif
+
+#ifndef TU_REQUIRE_XPFO
+#define TU_REQUIRE_XPFO 0
+#endif
+
+static void *opaque_ptr(void *p)
+{
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+
+static size_t page;
+
+/* The child writes the line it expects to a pipe before misbehaving, so the
+ * expected addresses are the child's own (ASLR, allocation order). */
+static int expect_fd = -1;
+
+static void expect(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void expect(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (write(expect_fd, buf, (size_t)n) != n)
+		_exit(98);
+	close(expect_fd);
+}
+
+#define ROOT " (compartment \"root\")"
+
+static size_t block_class(void *p, int large)
+{
+	size_t u = malloc_usable_size(p);
+	return large ? (u + page - 1) & ~(page - 1) : u;
+}
+
+static int double_free_size(size_t n)
+{
+	char *p = malloc(n);
+	memset(p, 1, n);
+	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	free(p);
+	free(opaque_ptr(p));
+	return 0;
+}
+
+static int c_double_free_small(void *a) { (void)a; return double_free_size(32); }
+static int c_double_free_16k(void *a) { (void)a; return double_free_size(16384); }
+static int c_double_free_large(void *a) { (void)a; return double_free_size(65536); }
+static int c_double_free_huge(void *a) { (void)a; return double_free_size(5u << 20); }
+
+/* A double free with other traffic in between, after the revocation of the
+ * large block has been applied. */
+static int c_double_free_after_flush(void *a)
+{
+	(void)a;
+	char *p = malloc(200000), *keep[64];
+	memset(p, 1, 200000);
+	free(p);
+	for (int i = 0; i < 64; i++)
+		keep[i] = malloc(48 + (size_t)i);
+	if (tu_x.present)
+		tu_x.flush();
+	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	free(opaque_ptr(p));
+	(void)keep;
+	return 0;
+}
+
+/* The second free comes from another thread. */
+static void *free_it(void *p)
+{
+	free(p);
+	return NULL;
+}
+
+static int c_double_free_other_thread(void *a)
+{
+	(void)a;
+	char *p = malloc(100);
+	pthread_t t;
+	free(p);
+	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	pthread_create(&t, NULL, free_it, opaque_ptr(p));
+	pthread_join(t, NULL);
+	return 0;
+}
+
+static int c_free_stack(void *a)
+{
+	(void)a;
+	char buf[64];
+	void *p = opaque_ptr(buf + 16);
+	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT "\n", p);
+	free(p);
+	return 0;
+}
+
+static int c_free_mmap(void *a)
+{
+	(void)a;
+	void *m = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 98;
+	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT "\n", m);
+	free(opaque_ptr(m));
+	return 0;
+}
+
+static char global_buf[4096];
+
+static int c_free_global(void *a)
+{
+	(void)a;
+	void *p = opaque_ptr(global_buf + 64);
+	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT "\n", p);
+	free(p);
+	return 0;
+}
+
+static int interior(size_t n, size_t off, int large)
+{
+	char *p = malloc(n);
+	memset(p, 1, n);
+	expect("xpfo: fatal: invalid free of %p: interior pointer of the block "
+	       "at %p (size class %zu)" ROOT "\n",
+	       (void *)(p + off), (void *)p, block_class(p, large));
+	free(opaque_ptr(p + off));
+	return 0;
+}
+
+static int c_interior_small(void *a) { (void)a; return interior(64, 16, 0); }
+static int c_interior_small_byte(void *a) { (void)a; return interior(200, 1, 0); }
+static int c_interior_large(void *a) { (void)a; return interior(65536, 4096, 1); }
+static int c_interior_large_byte(void *a) { (void)a; return interior(100000, 8, 1); }
+
+static int realloc_freed(size_t n)
+{
+	char *p = malloc(n);
+	memset(p, 1, n);
+	free(p);
+	expect("xpfo: fatal: realloc of freed pointer %p" ROOT "\n", (void *)p);
+	p = realloc(opaque_ptr(p), n * 2);
+	return p ? 3 : 4;
+}
+
+static int c_realloc_freed_small(void *a) { (void)a; return realloc_freed(40); }
+static int c_realloc_freed_large(void *a) { (void)a; return realloc_freed(300000); }
+
+struct mcase {
+	const char *name;
+	int (*fn)(void *);
+};
+
+static const struct mcase cases[] = {
+	{ "double free, 32 B", c_double_free_small },
+	{ "double free, 16 KiB", c_double_free_16k },
+	{ "double free, 64 KiB", c_double_free_large },
+	{ "double free, 5 MiB", c_double_free_huge },
+	{ "double free after flush and other allocations", c_double_free_after_flush },
+	{ "double free, second free on another thread", c_double_free_other_thread },
+	{ "free of a stack address", c_free_stack },
+	{ "free of an mmap'd page", c_free_mmap },
+	{ "free of a static object", c_free_global },
+	{ "free of an interior pointer, 64 B block + 16", c_interior_small },
+	{ "free of an interior pointer, 200 B block + 1", c_interior_small_byte },
+	{ "free of an interior pointer, 64 KiB run + 4096", c_interior_large },
+	{ "free of an interior pointer, 100000 B run + 8", c_interior_large_byte },
+	{ "realloc of a freed 40 B block", c_realloc_freed_small },
+	{ "realloc of a freed 300000 B run", c_realloc_freed_large },
+};
+
+struct wrap {
+	int fd;
+	int (*fn)(void *);
+};
+
+static int run_case(void *arg)
+{
+	struct wrap *w = arg;
+	expect_fd = w->fd;
+	return w->fn(NULL);
+}
+
+int main(int argc, char **argv)
+{
+	int require = TU_REQUIRE_XPFO || tu_has_arg(argc, argv, "--require-xpfo");
+	tu_prog = "misuse";
+	tu_timeout(120);
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	tu_xpfo_init(require);
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int fds[2];
+		struct wrap w;
+		struct tu_child c;
+		char want[512];
+		ssize_t n;
+
+		if (pipe(fds) < 0)
+			tu_hard_error("pipe");
+		w.fd = fds[1];
+		w.fn = cases[i].fn;
+		if (tu_run_child(run_case, &w, 30, &c) != 0)
+			tu_hard_error("fork");
+		close(fds[1]);
+		n = read(fds[0], want, sizeof want - 1);
+		close(fds[0]);
+		want[n > 0 ? n : 0] = 0;
+		if (n <= 0) {
+			CHECK(0, "%s: the child died before misbehaving (%s): %s",
+			      cases[i].name, tu_status_str(c.status), c.err);
+			continue;
+		}
+		int sig_ok = WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGABRT;
+		int msg_ok = strcmp(c.err, want) == 0;
+		CHECK(sig_ok, "%s: child ended by %s, not SIGABRT", cases[i].name,
+		      tu_status_str(c.status));
+		CHECK(msg_ok, "%s: stderr is\n    \"%.*s\"\n  expected exactly\n    \"%.*s\"",
+		      cases[i].name, (int)c.errlen, c.err,
+		      (int)strlen(want), want);
+		if (sig_ok && msg_ok)
+			fprintf(stderr, "ok: %s: %s", cases[i].name, c.err);
+	}
+	tu_exit();
+}

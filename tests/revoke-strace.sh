@@ -1,0 +1,54 @@
+#!/bin/sh
+# revoke-strace.sh - count, with strace, the protection syscalls of freeing
+# 10,000 page-sized allocations and flushing (tests/revoke --free-loop),
+# with the default options and with revoke=eager.  Checks: strace sees
+# exactly as many mprotect/pkey_mprotect calls in the measured window as
+# xpfo's counters report (revoke_syscalls + grant_syscalls), and the default
+# makes at least 20x fewer than eager.
+. "${top_srcdir:-.}/tests/lib.sh"
+need_xpfo
+command -v strace >/dev/null 2>&1 || hard_error "strace not installed (Debian package: strace)"
+strace -f -qq -o /dev/null true 2>/dev/null || skip "strace cannot trace processes here (ptrace not permitted)"
+prog=$top_builddir/tests/revoke
+[ -x "$prog" ] || hard_error "$prog not built"
+
+count_window() { # FILE PATTERN: calls matching PATTERN between the markers
+	awk -v pat="$2" '
+		/xpfo-test-begin/ { on = 1; next }
+		/xpfo-test-end/ { on = 0 }
+		on && /resumed>/ { next }
+		on && $0 ~ pat { n++ }
+		END { print n + 0 }' "$1"
+}
+field() { sed -n "s/^$1=//p" "$2"; }
+
+for mode in default eager; do
+	if [ $mode = default ]; then
+		env -u XPFO_OPTIONS strace -f -qq -o "$tmp/trace.$mode" \
+			-e trace=mprotect,pkey_mprotect,write \
+			"$prog" --free-loop 10000 4096 >"$tmp/out.$mode" 2>"$tmp/err.$mode"
+	else
+		env XPFO_OPTIONS=revoke=eager strace -f -qq -o "$tmp/trace.$mode" \
+			-e trace=mprotect,pkey_mprotect,write \
+			"$prog" --free-loop 10000 4096 >"$tmp/out.$mode" 2>"$tmp/err.$mode"
+	fi
+	rc=$?
+	[ $rc -eq 0 ] || { cat "$tmp/err.$mode" >&2; hard_error "$mode: revoke --free-loop under strace failed (exit $rc)"; }
+	grep -q xpfo-test-end "$tmp/trace.$mode" || hard_error "$mode: no end marker in the trace"
+	all=$(count_window "$tmp/trace.$mode" '(^|[ ])(pkey_)?mprotect\(')
+	none=$(count_window "$tmp/trace.$mode" '(^|[ ])(pkey_)?mprotect\(.*PROT_NONE')
+	rs=$(field revoke_syscalls "$tmp/out.$mode")
+	gs=$(field grant_syscalls "$tmp/out.$mode")
+	pr=$(field pages_revoked "$tmp/out.$mode")
+	say "$mode: strace: $all protection calls in the window ($none to PROT_NONE); counters: revoke_syscalls $rs, grant_syscalls $gs, pages_revoked $pr"
+	[ "$all" -eq $((rs + gs)) ] ||
+		fail "$mode: strace saw $all protection calls, the counters say $((rs + gs))"
+	[ "$none" -eq "$rs" ] ||
+		fail "$mode: strace saw $none calls to PROT_NONE, revoke_syscalls says $rs (pkeys backend: $(grep -c pkey_mprotect "$tmp/trace.$mode") pkey_mprotect lines)"
+	eval "n_$mode=\$all"
+done
+[ "$n_default" -ge 1 ] || fail "default: no protection call at all in the window"
+[ "$n_eager" -ge $((20 * n_default)) ] ||
+	fail "eager made $n_eager protection calls, default $n_default: less than 20x"
+say "protection syscalls (strace) for 10000 frees of 4096 B + xpfo_flush: default $n_default, eager $n_eager"
+finish

@@ -1,0 +1,126 @@
+/* testutil.h - shared helpers for xpfo's test programs.
+ *
+ * Checks: CHECK(cond, fmt, ...) records a failure with file:line and goes
+ * on; tu_exit() ends the program with automake's codes (0 pass, 1 fail).
+ * Children: tu_run_child() runs a function in a forked child with stderr
+ * captured, and reports how it ended.
+ * xpfo's API is looked up with dlsym() at run time, so one test source runs
+ * linked against libxpfo, under LD_PRELOAD, and (to validate the test
+ * itself) against glibc's malloc.
+ */
+#ifndef XPFO_TESTUTIL_H
+#define XPFO_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "xpfo.h"
+
+/* ---- checks ---------------------------------------------------------- */
+
+extern unsigned long tu_failures;
+extern unsigned long tu_checks;
+extern const char *tu_prog;
+
+void tu_fail(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define CHECK(cond, ...)                                                \
+	do {                                                            \
+		tu_checks++;                                            \
+		if (!(cond))                                            \
+			tu_fail(__FILE__, __LINE__, __VA_ARGS__);       \
+	} while (0)
+
+/* Exit 99 (hard error: the test itself could not run) with a message. */
+void tu_hard_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+/* Exit 77 (skip) with a reason. */
+void tu_skip(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+/* Print a summary and exit 0 when no check failed, 1 otherwise. */
+void tu_exit(void) __attribute__((noreturn));
+
+/* Kill the whole test after this many seconds (SIGALRM, default action). */
+void tu_timeout(unsigned seconds);
+
+/* ---- children ---------------------------------------------------------- */
+
+struct tu_child {
+	int status;        /* from waitpid */
+	char err[8192];    /* captured stderr, NUL-terminated (truncated) */
+	size_t errlen;
+	char out[8192];    /* captured stdout (tu_run_cmd only) */
+	size_t outlen;
+};
+
+/* Fork; in the child, stderr goes to a pipe, core dumps are off, an alarm
+ * of `seconds` is set, and fn(arg)'s return value is the exit status.
+ * Returns 0, or -1 when fork/pipe failed. */
+int tu_run_child(int (*fn)(void *), void *arg, unsigned seconds,
+		 struct tu_child *res);
+
+/* Run argv (execv of argv[0]) with `envset` ("NAME=value" or "NAME" to
+ * unset, NULL-terminated, may be NULL) applied to the environment, stdout
+ * and stderr captured.  Returns 0, or -1 when it could not be started. */
+int tu_run_cmd(char *const argv[], const char *const envset[],
+	       unsigned seconds, struct tu_child *res);
+
+/* "exit 0", "killed by SIGSEGV", ... for messages. */
+const char *tu_status_str(int status);
+
+/* ---- xpfo, looked up at run time ------------------------------------- */
+
+struct tu_xpfo {
+	int present;
+	int (*stats_get)(struct xpfo_stats *, size_t);
+	void (*stats_print)(int);
+	int (*flush)(void);
+	xpfo_compartment_t *(*owner)(const void *);
+	xpfo_compartment_t *(*root)(void);
+	xpfo_compartment_t *(*current)(void);
+	const char *(*compartment_name)(const xpfo_compartment_t *);
+	const char *(*backend)(void);
+};
+extern struct tu_xpfo tu_x;
+
+/* Resolve xpfo's API.  With `require` set, a missing xpfo is a hard error
+ * (exit 99): the linked and preloaded test builds pass it. */
+void tu_xpfo_init(int require);
+/* Stats snapshot; a hard error when xpfo is present and the call fails,
+ * zeroes when xpfo is absent. */
+void tu_stats(struct xpfo_stats *s);
+
+/* ---- misc --------------------------------------------------------------- */
+
+/* Deterministic PRNG (xorshift64*). */
+static inline uint64_t tu_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* The pattern tu_fill writes: 8-byte word k of a block filled with seed
+ * (never a zero byte, so calloc'ed or purged memory never matches). */
+static inline uint64_t tu_pattern_word(uint64_t seed, size_t k)
+{
+	uint64_t x = seed ^ ((uint64_t)k * 0x9E3779B97F4A7C15ULL);
+	x ^= x >> 29;
+	return x | 0x0101010101010101ULL;
+}
+
+/* Fill / check n bytes at p with a pattern derived from seed. */
+void tu_fill(void *p, size_t n, uint64_t seed);
+/* Returns the offset of the first wrong byte, or (size_t)-1. */
+size_t tu_verify(const void *p, size_t n, uint64_t seed);
+
+/* Does argv contain this flag? */
+int tu_has_arg(int argc, char **argv, const char *flag);
+
+#endif
