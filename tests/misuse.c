@@ -17,6 +17,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -85,27 +86,40 @@ static int c_double_free_large(void *a) { (void)a; return double_free_size(65536
 static int c_double_free_huge(void *a) { (void)a; return double_free_size(5u << 20); }
 
 /* A double free with other traffic in between, after the revocation of the
- * large block has been applied. */
+ * large block has been applied.  The other blocks are allocated before p
+ * and only freed after it: an allocation after free(p) could be handed p's
+ * pages (same owner), and then free(p) would be a valid free. */
 static int c_double_free_after_flush(void *a)
 {
 	(void)a;
-	char *p = malloc(200000), *keep[64];
+	char *keep[64];
+	for (int i = 0; i < 64; i++) {
+		keep[i] = malloc(48 + (size_t)i * 1000);
+		memset(keep[i], 2, 48);
+	}
+	char *p = malloc(200000);
 	memset(p, 1, 200000);
 	free(p);
 	for (int i = 0; i < 64; i++)
-		keep[i] = malloc(48 + (size_t)i);
+		free(keep[i]);
 	if (tu_x.present)
 		tu_x.flush();
 	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
 	free(opaque_ptr(p));
-	(void)keep;
 	return 0;
 }
 
-/* The second free comes from another thread. */
-static void *free_it(void *p)
+/* The second free comes from another thread, created before the first
+ * free (so that nothing allocates between the two frees). */
+static sem_t go;
+static void *volatile shared_p;
+
+static void *free_it(void *unused)
 {
-	free(p);
+	(void)unused;
+	while (sem_wait(&go) != 0)
+		;
+	free(shared_p);
 	return NULL;
 }
 
@@ -114,9 +128,14 @@ static int c_double_free_other_thread(void *a)
 	(void)a;
 	char *p = malloc(100);
 	pthread_t t;
+	memset(p, 1, 100);
+	sem_init(&go, 0, 0);
+	if (pthread_create(&t, NULL, free_it, NULL) != 0)
+		return 98;
+	shared_p = p;
 	free(p);
 	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
-	pthread_create(&t, NULL, free_it, opaque_ptr(p));
+	sem_post(&go);
 	pthread_join(t, NULL);
 	return 0;
 }
