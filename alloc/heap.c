@@ -136,8 +136,8 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 	}
 	if (!a)
 		return 0;
-	if (grant(a, take << PAGE_SHIFT)) {
-		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0 };
+	if (grant(c, a, take << PAGE_SHIFT)) {
+		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0 };
 		pages_release(&r, 1);
 		return 0;
 	}
@@ -168,7 +168,7 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	for (unsigned w = k->nslots / 64; w < SLAB_WORDS; w++)
 		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
-	pages_set_run(a, k->npages, PG_MAKE(PG_SLAB, s->id));
+	pages_set_run(a, k->npages, PG_MAKE(PG_SLAB, s->id), s->owner);
 	return s;
 }
 
@@ -279,8 +279,8 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 				revoke_flush(t, FR_REUSE);
 				a = huge_alloc(c, np, align, &clean);
 			}
-			if (a && grant(a, np << PAGE_SHIFT)) {
-				struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0 };
+			if (a && grant(c, a, np << PAGE_SHIFT)) {
+				struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0 };
 				seg_of(a)->releasing = 1;
 				pages_release(&r, 1);
 				a = 0;
@@ -294,7 +294,7 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 		size_t ap = align > PAGE_SIZE ? align >> PAGE_SHIFT : 1;
 		a = run_get(t, c, np, ap, &clean);
 		if (a)
-			pages_set_run(a, np, PG_MAKE(PG_LARGE, np));
+			pages_set_run(a, np, PG_MAKE(PG_LARGE, np), c->id);
 	}
 	if (!a) {
 		errno = ENOMEM;
@@ -408,12 +408,14 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 	case PG_TAIL: {
 		uintptr_t head = page - ((uintptr_t)PG_VAL(e) << PAGE_SHIFT);
 		uint32_t he = page_entry(sg, head);
+		b->owner = page_owner(sg, head);
 		b->kind = BK_LARGE;
 		b->base = head;
 		b->usable = (size_t)PG_VAL(he) << PAGE_SHIFT;
 		return PG_TYPE(he) == PG_LARGE ? BLK_INTERIOR : BLK_NOT_BLOCK;
 	}
 	case PG_LARGE:
+		b->owner = page_owner(sg, page);
 		b->kind = BK_LARGE;
 		b->base = page;
 		b->usable = (size_t)PG_VAL(e) << PAGE_SHIFT;
@@ -609,20 +611,21 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 		}
 		if (b.kind == BK_LARGE && nnp < np && nnp > 0) {
 			/* shrink in place: the tail goes to the gather */
-			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp));
+			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b.owner);
 			stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
 			revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b.owner, RK_RUN);
 			stat_inc(reallocs_in_place);
 			return p;
 		}
 		if (b.kind == BK_LARGE && size <= LARGE_MAX && pages_grow_in_place(a, np, nnp)) {
-			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp));
+			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b.owner);
 			stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
 			stat_inc(reallocs_in_place);
 			return p;
 		}
 		if (b.kind == BK_HUGE && nnp <= (size_t)b.seg->nsegs * SEG_PAGES && nnp > np / 2) {
-			if (nnp > np && grant(a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
+			if (nnp > np && grant(comp_table[b.owner], a + (np << PAGE_SHIFT),
+					      (nnp - np) << PAGE_SHIFT))
 				goto move;
 			if (nnp < np && os_protect((void *)(a + (nnp << PAGE_SHIFT)),
 						   (np - nnp) << PAGE_SHIFT, OS_NONE) == 0)

@@ -97,10 +97,8 @@ int pages_init(void)
 	return seg_used_map ? 0 : ENOMEM;
 }
 
-static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
-static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
 
-static void seg_list_add(struct xpfo_compartment *c, struct segment *s)
+void seg_list_add(struct xpfo_compartment *c, struct segment *s)
 {
 	s->prev = NULL;
 	s->next = c->segs;
@@ -109,7 +107,7 @@ static void seg_list_add(struct xpfo_compartment *c, struct segment *s)
 	c->segs = s;
 }
 
-static void seg_list_del(struct xpfo_compartment *c, struct segment *s)
+void seg_list_del(struct xpfo_compartment *c, struct segment *s)
 {
 	if (s->prev)
 		s->prev->next = s->next;
@@ -149,6 +147,7 @@ static struct segment *segs_take(size_t n, size_t align)
 
 static void seg_init_pages(struct xpfo_compartment *c, struct segment *s)
 {
+	s->gen++;
 	s->owner = c->id;
 	s->kind = SEG_PAGES_K;
 	s->releasing = 0;
@@ -212,12 +211,14 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 	struct segment *s = segs_take(n, a);
 	if (s) {
 		for (size_t k = 0; k < n; k++) {
+			s[k].gen++;
 			s[k].owner = c->id;
 			s[k].kind = k ? SEG_HUGE_TAIL : SEG_HUGE;
 			s[k].nsegs = k ? (uint32_t)k : (uint32_t)n;
 			s[k].releasing = 0;
 		}
 		s->huge_pages = (uint32_t)npages;
+		seg_list_add(c, s);
 		stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, (int64_t)npages);
 		stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)npages);
 	}
@@ -226,15 +227,16 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 	return s ? seg_addr(s) : 0;
 }
 
-void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry)
+void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t owner)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
 	bool same = PG_TYPE(head_entry) == PG_SLAB;
-	__atomic_store_n(&s->page[i], head_entry, __ATOMIC_RELEASE);
-	for (size_t k = 1; k < npages; k++)
-		__atomic_store_n(&s->page[i + k], same ? head_entry : PG_MAKE(PG_TAIL, k),
+	for (size_t k = 0; k < npages; k++) {
+		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->page[i + k], !k || same ? head_entry : PG_MAKE(PG_TAIL, k),
 				 __ATOMIC_RELEASE);
+	}
 }
 
 /* Mark pages [i, i+n) of a carved segment clean (heap_lock held). */
@@ -246,14 +248,17 @@ static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 }
 
 /* Purge whole segments being released, then return them to the pool. */
-static void segs_finish_release(size_t *idx, size_t n)
+void segs_release(size_t *idx, size_t n)
 {
 	for (size_t k = 0; k < n;) {
 		size_t j = k + 1;
 		while (j < n && idx[j] == idx[j - 1] + 1)
 			j++;
-		/* a failed purge leaves old contents behind: keep those segments */
-		int e = os_purge((void *)(heap_base + (idx[k] << SEG_SHIFT)), (j - k) * SEG_SIZE);
+		/* A new mapping over the span gives fresh frames and undoes the
+		 * protection splits of its VMAs.  A failure leaves old contents
+		 * behind: those segments are kept out of the pool. */
+		int e = os_remap((void *)(heap_base + (idx[k] << SEG_SHIFT)), (j - k) * SEG_SIZE,
+				 opt.revoke == REVOKE_OFF ? OS_RW : OS_NONE);
 		if (!e) {
 			stat_inc(purges);
 			stat_add(pages_purged, (j - k) * SEG_PAGES);
@@ -261,6 +266,8 @@ static void segs_finish_release(size_t *idx, size_t n)
 		pthread_mutex_lock(&heap_lock);
 		for (size_t m = k; m < j; m++) {
 			seg_table[idx[m]].releasing = 0;
+			seg_table[idx[m]].gen++;
+			seg_table[idx[m]].freed_at = (uint32_t)flush_serial();
 			if (!e) {
 				seg_table[idx[m]].kind = SEG_UNUSED;
 				bit_clr(seg_used_map, idx[m]);
@@ -272,33 +279,47 @@ static void segs_finish_release(size_t *idx, size_t n)
 	}
 }
 
+/* Queue segment i for release (heap_lock held; may drop it to purge). */
+static void rel_push(size_t *rel, size_t *nrel, size_t i)
+{
+	if (*nrel == 64) {
+		pthread_mutex_unlock(&heap_lock);
+		segs_release(rel, *nrel);
+		*nrel = 0;
+		pthread_mutex_lock(&heap_lock);
+	}
+	rel[(*nrel)++] = i;
+}
+
 void pages_release(const struct range *r, unsigned n)
 {
 	size_t rel[64];
 	size_t nrel = 0;
+	uint32_t serial = (uint32_t)flush_serial();
 	pthread_mutex_lock(&heap_lock);
 	for (unsigned k = 0; k < n; k++) {
 		struct segment *s = seg_of(r[k].addr);
+		if (s->gen != r[k].gen)
+			continue; /* its compartment was destroyed: the segment is gone */
 		if (r[k].kind == RK_HUGE) {
 			size_t nsegs = s->nsegs;
 			stat_sub(resident_pages, r[k].npages);
 			stat_sub(mapped_pages, r[k].npages);
+			struct xpfo_compartment *c = comp_table[s->owner];
+			if (c)
+				seg_list_del(c, s);
 			for (size_t m = 0; m < nsegs; m++) {
 				s[m].releasing = 1;
 				s[m].owner = 0;
-				if (nrel == 64) {
-					pthread_mutex_unlock(&heap_lock);
-					segs_finish_release(rel, nrel);
-					nrel = 0;
-					pthread_mutex_lock(&heap_lock);
-				}
-				rel[nrel++] = seg_index(s) + m;
+				rel_push(rel, &nrel, seg_index(s) + m);
 			}
 			continue;
 		}
 		size_t i = (r[k].addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
-		for (size_t m = 0; m < r[k].npages; m++)
+		for (size_t m = 0; m < r[k].npages; m++) {
+			__atomic_store_n(&s->aux[i + m], serial, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, 0), __ATOMIC_RELEASE);
+		}
 		bit_fill(s->free_map, i, r[k].npages, true);
 		if (r[k].purged)
 			seg_mark_clean(s, i, r[k].npages);
@@ -308,16 +329,11 @@ void pages_release(const struct range *r, unsigned n)
 			struct xpfo_compartment *c = comp_table[s->owner];
 			size_t dirty = SEG_PAGES - bit_count(s->clean_map, 0, SEG_PAGES);
 			stat_sub(resident_pages, dirty);
-			seg_list_del(c, s);
+			if (c)
+				seg_list_del(c, s);
 			s->releasing = 1;
 			s->owner = 0;
-			if (nrel == 64) {
-				pthread_mutex_unlock(&heap_lock);
-				segs_finish_release(rel, nrel);
-				nrel = 0;
-				pthread_mutex_lock(&heap_lock);
-			}
-			rel[nrel++] = seg_index(s);
+			rel_push(rel, &nrel, seg_index(s));
 		}
 	}
 	pthread_mutex_unlock(&heap_lock);
@@ -329,7 +345,7 @@ void pages_release(const struct range *r, unsigned n)
 				rel[b] = rel[b - 1];
 				rel[b - 1] = t;
 			}
-		segs_finish_release(rel, nrel);
+		segs_release(rel, nrel);
 	}
 }
 
@@ -347,9 +363,11 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 	pthread_mutex_unlock(&heap_lock);
 	if (!ok)
 		return false;
-	if (grant(addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
+	uint16_t owner = page_owner(s, addr);
+	if (grant(comp_table[owner], addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
 		/* could not open them: hand them straight back (never opened) */
-		struct range r = { addr + (npages << PAGE_SHIFT), (uint32_t)extra, s->owner, RK_RUN, 0, 0, 0 };
+		struct range r = { addr + (npages << PAGE_SHIFT), (uint32_t)extra, owner, RK_RUN,
+				   0, 0, 0, s->gen, 0 };
 		pages_release(&r, 1);
 		return false;
 	}

@@ -1,1 +1,2 @@
-# arch: generic only for now (x86_64 PKRU arrives with the pkeys backend)
+# arch: one per-CPU header, arch/arch.h, picks arch/<cpu>/arch.h
+libxpfo_la_SOURCES += arch/arch.h arch/generic/arch.h arch/x86_64/arch.h

@@ -30,6 +30,39 @@ extern "C" {
 /* An owner of heap pages.  Opaque. */
 typedef struct xpfo_compartment xpfo_compartment_t;
 
+/* Flags of xpfo_compartment_create. */
+#define XPFO_COMPARTMENT_SECRET 0x1u /* memfd_secret backing (not available yet: ENOTSUP) */
+#define XPFO_COMPARTMENT_STRICT 0x2u /* inside it, the root heap is out of reach too */
+
+/* A new compartment: a set of pages that only code inside it may reach.
+ * name: up to 47 bytes (longer is cut).  NULL with errno: EINVAL (NULL name,
+ * unknown flags), ENOTSUP (SECRET), EMFILE (too many live compartments). */
+XPFO_API xpfo_compartment_t *xpfo_compartment_create(const char *name, unsigned flags);
+/* Revoke and free all its pages; pointers into it fault afterwards.  -1 with
+ * errno: EINVAL (NULL, root, not a compartment, destroyed), EBUSY (a thread
+ * is inside it). */
+XPFO_API int xpfo_compartment_destroy(xpfo_compartment_t *c);
+/* Make c the calling thread's compartment (nestable); returns the previous
+ * one, to pass to xpfo_leave.  NULL with errno: EINVAL (bad or destroyed
+ * handle), EPERM (STRICT on the mprotect backend with other threads alive). */
+XPFO_API xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c);
+/* Return to `previous` (what xpfo_enter returned).  errno EINVAL when the
+ * thread entered nothing or previous is not a live compartment. */
+XPFO_API void xpfo_leave(xpfo_compartment_t *previous);
+/* Allocate in c, from any thread (inside c or not).  NULL with errno:
+ * EINVAL (bad or destroyed handle), ENOMEM. */
+XPFO_API void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size);
+XPFO_API void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size);
+XPFO_API void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size);
+/* Give the whole-page allocation p (a block of more than 16 KiB, or one
+ * made page-aligned) to compartment `to`, in place.  Before it returns, the
+ * old owner's mappings of p are gone and p has fresh frames holding the same
+ * bytes, so no reference the old owner kept (even one the kernel holds, such
+ * as vmsplice) reaches what `to` writes later.  -1 with errno EINVAL (small,
+ * interior, freed or foreign pointer; bad handle), or the errno of a failed
+ * syscall (p is then unchanged). */
+XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
+
 /* The compartment plain malloc allocates in outside any other compartment. */
 XPFO_API xpfo_compartment_t *xpfo_root(void);
 /* The calling thread's compartment. */
@@ -101,6 +134,14 @@ struct xpfo_stats {
 	uint64_t class_size[XPFO_STATS_CLASSES];
 	uint64_t class_allocs[XPFO_STATS_CLASSES];
 	uint64_t class_frees[XPFO_STATS_CLASSES];
+
+	/* compartments (added after the class arrays) */
+	uint64_t flush_switch;        /* gathers applied at enter/leave */
+	uint64_t compartments;        /* now: live compartments, root included */
+	uint64_t compartment_opens;   /* mprotect backend: a first thread entered */
+	uint64_t compartment_closes;  /* mprotect backend: the last thread left */
+	uint64_t transfers;
+	uint64_t violations;          /* faults reported in the heap */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

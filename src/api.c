@@ -45,7 +45,7 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_owner(const void *p)
 	case PG_SLAB:
 	case PG_LARGE:
 	case PG_TAIL:
-		return comp_table[s->owner];
+		return comp_table[page_owner(s, a)];
 	default:
 		return NULL;
 	}

@@ -19,7 +19,10 @@ uintptr_t heap_base, heap_end;
 size_t heap_nsegs;
 int xpfo_ready;
 struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
-struct xpfo_compartment comp_root = { .id = 1, .live = 1, .name = "root" };
+struct xpfo_compartment comp_root = {
+	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
+	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
+};
 __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,6 +63,7 @@ static void init_core(void)
 	if ((e = meta_init()) || (e = pages_init()))
 		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
 	comp_table[comp_root.id] = &comp_root;
+	stat_inc(compartments);
 	char buf[64];
 	vma_limit = 65530;
 	if (os_read_file("/proc/sys/vm/max_map_count", buf, sizeof buf) > 0) {
@@ -94,6 +98,7 @@ void xpfo_init(void)
 				pthread_setspecific(exit_key, tl_state);
 		}
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		fault_install();
 	}
 }
 
@@ -119,6 +124,8 @@ struct tstate *tstate_slow(void)
 	tl_state = t;
 	if (__atomic_load_n(&exit_key_ready, __ATOMIC_ACQUIRE))
 		pthread_setspecific(exit_key, t);
+	if (opt.compartments == COMP_MODE_THREAD && t->tid != getpid())
+		comp_thread_start(t);
 	return t;
 }
 
@@ -137,6 +144,7 @@ static void tstate_unlink(struct tstate *t)
 static void tstate_retire(struct tstate *t)
 {
 	revoke_flush(t, FR_THREAD_EXIT);
+	comp_thread_exit(t);
 	heap_abandon(&t->root_heap);
 	revoke_flush(t, FR_THREAD_EXIT);
 	stats_merge_thread(t);
@@ -201,10 +209,8 @@ static void fork_child(void)
 		/* run its exit work from this thread: its gather and slabs */
 		struct tstate *me = tl_state;
 		tl_state = t;
-		revoke_flush(t, FR_OTHER);
+		tstate_retire(t);
 		tl_state = me;
-		heap_abandon(&t->root_heap);
-		stats_merge_thread(t);
 		meta_free(t, sizeof *t);
 	}
 }

@@ -41,7 +41,7 @@ static const bool debug_walks = XPFO_DEBUG >= 2;
 #define NCLASSES 36
 #define SLAB_MAX_SLOTS 512
 #define SLAB_WORDS (SLAB_MAX_SLOTS / 64)
-#define MAX_COMPARTMENTS 1024
+#define MAX_COMPARTMENTS 4096
 
 _Static_assert(NCLASSES <= XPFO_STATS_CLASSES, "stats arrays too small");
 _Static_assert(SEG_PAGES % 64 == 0, "segment bitmaps are whole words");
@@ -72,9 +72,15 @@ struct segment {
 	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
 	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation */
 	struct segment *next, *prev; /* owner's segment list */
+	uint32_t gen;        /* changes whenever the segment changes hands */
+	uint32_t freed_at;   /* unused or huge: flush serial of the last release */
 	uint64_t free_map[SEG_WORDS];  /* bit set: page is PG_FREE */
 	uint64_t clean_map[SEG_WORDS]; /* bit set: page is known zero, not resident */
 	uint32_t page[SEG_PAGES];
+	/* per page: the owning compartment's id while the page is not PG_FREE
+	 * (a run transferred to another compartment keeps its segment); the
+	 * flush serial of its revocation while it is PG_FREE */
+	uint32_t aux[SEG_PAGES];
 };
 
 /* ---- size classes (alloc/sizeclass.c) ---------------------------------- */
@@ -118,12 +124,24 @@ enum slab_list { SL_NONE, SL_CUR, SL_PARTIAL, SL_FULL };
 struct slab_list_head { struct slab *head; };
 
 /* ---- compartments ------------------------------------------------------ */
+#define COMP_MAGIC 0x7866636fu
+#define COMP_XSEGS 64
 struct xpfo_compartment {
+	uint32_t magic;
 	uint16_t id;
 	uint8_t live;
-	char name[45];
-	struct segment *segs;             /* segments it owns (heap_lock) */
+	uint8_t open;                     /* its pages are accessible (lock) */
+	unsigned flags;                   /* XPFO_COMPARTMENT_* */
+	char name[48];
+	pthread_mutex_t lock;             /* open/close against grants */
+	int inside;                       /* threads inside (lock) */
+	uint32_t epoch;                   /* changes at destroy */
+	uint32_t access_gen;              /* changes at every open and close */
+	struct segment *segs;             /* segments it carves runs from (heap_lock) */
 	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (heap_lock) */
+	uint32_t xsegs[COMP_XSEGS];       /* other segments holding runs transferred to it */
+	unsigned nxsegs;                  /* > COMP_XSEGS: walk every segment */
+	struct xpfo_compartment *next_free;
 };
 
 /* ---- per-thread state -------------------------------------------------- */
@@ -134,6 +152,7 @@ struct theap {                        /* a thread's allocation context in one co
 	struct slab_list_head partial[NCLASSES];
 	struct slab_list_head full[NCLASSES];
 	struct slab *notify;              /* atomic stack of slabs with remote frees */
+	uint32_t epoch;                   /* comp->epoch when made; stale after destroy */
 };
 
 struct range {
@@ -143,6 +162,8 @@ struct range {
 	uint8_t kind;                     /* enum range_kind */
 	uint8_t purged;                   /* set by the flush */
 	uint16_t next, prev;              /* bucket list (by size) */
+	uint32_t gen;                     /* segment gen when queued */
+	uint32_t cgen;                    /* owner's access_gen when queued */
 };
 enum range_kind { RK_RUN, RK_HUGE };
 
@@ -156,6 +177,7 @@ struct gather {
 	unsigned n;                       /* slots used, removed ones included */
 	unsigned live;                    /* runs queued */
 	uint64_t pages;                   /* pages queued */
+	uint32_t destroy_serial;          /* destroy_serial when the first run came */
 	uint16_t head[GATHER_BUCKETS];
 	struct range r[GATHER_MAX];
 };
@@ -168,6 +190,8 @@ struct tstats {
 
 struct tstate {
 	struct theap *heap;   /* current compartment's heap */
+	struct theap **heaps; /* by compartment id, made on first use */
+	unsigned depth;       /* xpfo_enter nesting */
 	struct theap root_heap;
 	struct tstate *next, *prev; /* all threads (threads_lock) */
 	long tid;
@@ -185,6 +209,8 @@ extern pthread_mutex_t heap_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
 extern int xpfo_ready;
+extern uint32_t destroy_serial;          /* compartments destroyed so far */
+extern uint32_t fast_flushes_inflight;   /* flushes that did not see a destroy */
 void xpfo_init(void);
 struct tstate *tstate_slow(void);
 void tstate_foreach(void (*fn)(struct tstate *, void *), void *arg);
@@ -207,6 +233,7 @@ static inline uint32_t page_entry(struct segment *s, uintptr_t p)
 
 /* ---- src/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
+bool meta_owns(const void *p);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
 void meta_free(void *p, size_t size);
 struct slab *slab_meta_new(void);        /* heap_lock held */
@@ -225,13 +252,24 @@ void pages_release(const struct range *r, unsigned n);
 /* Grow the live run at addr (npages) in place to new_npages if the pages
  * after it are free; returns true with them granted. */
 bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages);
-void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry);
+void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t owner);
+/* Owner id of a non-free page of a carved segment. */
+static inline uint16_t page_owner(struct segment *s, uintptr_t p)
+{
+	return (uint16_t)__atomic_load_n(&s->aux[(p >> PAGE_SHIFT) & (SEG_PAGES - 1)], __ATOMIC_RELAXED);
+}
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
+void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
+void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
+/* Purge segments idx[0..n) (sorted) and return them to the unused pool. */
+void segs_release(size_t *idx, size_t n);
+static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
+static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
 
 /* ---- src/revoke.c: the gather ----------------------------------------- */
-enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_OTHER };
+enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_SWITCH, FR_OTHER };
 /* Queue a freed run for revocation (its page entries become PG_PENDING). */
 void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k);
 /* Queue granted pages the thread did not need (a grant chunk's rest): they
@@ -243,8 +281,10 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 			enum range_kind k);
 /* Apply every queued revocation; returns 0 or an errno of a failure. */
 int revoke_flush(struct tstate *t, enum flush_reason why);
-/* Grant access to a run taken from the allocator. Returns 0 or errno. */
-int grant(uintptr_t addr, size_t len);
+/* Make a run taken from the allocator accessible as its compartment is now
+ * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
+int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len);
+uint64_t flush_serial(void);
 
 /* ---- alloc/heap.c: malloc and free ------------------------------------- */
 void *heap_malloc(struct tstate *t, size_t size);
@@ -257,6 +297,17 @@ size_t heap_usable(const void *p);
 void heap_abandon(struct theap *h);      /* thread exit / fork child */
 void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
 void heap_walk_check(void);              /* debug: invariant walk */
+
+/* ---- src/compartment.c ------------------------------------------------ */
+struct xpfo_compartment *comp_check(const struct xpfo_compartment *c); /* NULL + errno */
+struct theap *theap_for(struct tstate *t, struct xpfo_compartment *c);
+void comp_thread_exit(struct tstate *t);
+void comp_thread_start(struct tstate *t);          /* compartments=thread */
+void comp_destroy_pages(struct xpfo_compartment *c);
+void heap_forget(struct theap *h);                  /* drop a stale heap's slabs */
+
+/* ---- src/fault.c ------------------------------------------------------- */
+void fault_install(void);
 
 /* ---- src/stats.c ------------------------------------------------------- */
 void stats_fill(struct xpfo_stats *s);

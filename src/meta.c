@@ -53,6 +53,11 @@ int meta_init(void)
 	return 0;
 }
 
+bool meta_owns(const void *p)
+{
+	return (const char *)p >= pool_base && (const char *)p < pool_end;
+}
+
 void *meta_alloc(size_t size)
 {
 	size = align_up(size, 64);

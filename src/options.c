@@ -19,6 +19,8 @@ struct options opt = {
 	.reserve_gib = 64,
 	.stats = 0,
 	.verbose = 0,
+	.report = 1,
+	.compartments = COMP_MODE_OFF,
 };
 
 enum opt_type { T_BOOL, T_UINT, T_ULONG, T_ENUM };
@@ -34,6 +36,7 @@ struct opt_desc {
 
 static const char *const backend_names[] = { "auto", "mprotect", "pkeys", NULL };
 static const char *const revoke_names[] = { "batched", "eager", "off", NULL };
+static const char *const comp_names[] = { "off", "thread", NULL };
 
 #define OFF(f) offsetof(struct options, f)
 static const struct opt_desc table[] = {
@@ -55,6 +58,11 @@ static const struct opt_desc table[] = {
 	  "GiB of address space reserved for the heap (a power of two)" },
 	{ "stats", T_BOOL, OFF(stats), 0, 1, NULL, "print statistics to stderr at exit" },
 	{ "verbose", T_BOOL, OFF(verbose), 0, 1, NULL, "print what xpfo decides at start" },
+	{ "report", T_BOOL, OFF(report), 0, 1, NULL,
+	  "report faults on heap pages (owner, thread, compartment) before the default action" },
+	{ "compartments", T_ENUM, OFF(compartments), 0, 1, comp_names,
+	  "thread: every thread but the first runs in a compartment of its own (a diagnostic "
+	  "for share-nothing programs; most programs share memory between threads and trip it)" },
 };
 #define NOPT (sizeof table / sizeof table[0])
 

@@ -6,6 +6,7 @@
 
 enum revoke_mode { REVOKE_BATCHED, REVOKE_EAGER, REVOKE_OFF };
 enum backend_kind { BACKEND_AUTO, BACKEND_MPROTECT, BACKEND_PKEYS };
+enum comp_mode { COMP_MODE_OFF, COMP_MODE_THREAD };
 
 struct options {
 	unsigned backend;     /* enum backend_kind */
@@ -17,6 +18,8 @@ struct options {
 	unsigned reserve_gib; /* heap reservation, GiB (power of two) */
 	unsigned stats;       /* print statistics at exit */
 	unsigned verbose;
+	unsigned report;      /* report faults in the heap (SIGSEGV handler) */
+	unsigned compartments; /* enum comp_mode */
 };
 
 extern struct options opt;

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -92,15 +93,18 @@ int os_unmap(void *addr, size_t size)
 	return e;
 }
 
+static int prot_bits(enum os_prot prot)
+{
+	return prot == OS_RW ? PROT_READ | PROT_WRITE : prot == OS_READ ? PROT_READ : PROT_NONE;
+}
+
 int os_protect(void *addr, size_t size, enum os_prot prot)
 {
 	int e = injected(OS_OP_PROTECT);
 	if (e)
 		return e;
 	int saved = errno;
-	int p = prot == OS_RW ? PROT_READ | PROT_WRITE
-		: prot == OS_READ ? PROT_READ : PROT_NONE;
-	e = mprotect(addr, size, p) ? errno : 0;
+	e = mprotect(addr, size, prot_bits(prot)) ? errno : 0;
 	errno = saved;
 	return e;
 }
@@ -115,6 +119,74 @@ int os_purge(void *addr, size_t size)
 	e = madvise(addr, size, MADV_DONTNEED) ? errno : 0;
 	errno = saved;
 	return e;
+}
+
+int os_remap(void *addr, size_t size, enum os_prot prot)
+{
+	int e = injected(OS_OP_PURGE);
+	if (e)
+		return e;
+	int saved = errno;
+	stat_inc(mmap_syscalls);
+	void *p = mmap(addr, size, prot_bits(prot),
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	e = p == MAP_FAILED ? errno : 0;
+	errno = saved;
+	return e;
+}
+
+int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot)
+{
+	int e = injected(OS_OP_PROTECT);
+	if (e)
+		return e;
+	int saved = errno;
+	if (!readable && mprotect(addr, size, PROT_READ))
+		goto fail;
+	stat_inc(mmap_syscalls);
+	void *tmp = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (tmp == MAP_FAILED)
+		goto restore;
+	memcpy(tmp, addr, size);
+	if (prot != OS_RW && mprotect(tmp, size, prot_bits(prot)))
+		goto unmap;
+	/* atomically replaces the old mapping: no moment without one */
+	if (mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
+		goto unmap;
+	errno = saved;
+	return 0;
+unmap:
+	e = errno;
+	munmap(tmp, size);
+	errno = e;
+restore:
+	e = errno;
+	if (!readable)
+		mprotect(addr, size, PROT_NONE);
+	errno = e;
+fail:
+	e = errno;
+	errno = saved;
+	return e;
+}
+
+long os_thread_count(void)
+{
+	char buf[2048];
+	long n = os_read_file("/proc/self/status", buf, sizeof buf);
+	if (n < 0)
+		return n;
+	for (char *p = buf; *p; p++)
+		if ((p == buf || p[-1] == '\n') && !strncmp(p, "Threads:", 8)) {
+			long v = 0;
+			for (p += 8; *p == ' ' || *p == '\t'; p++)
+				;
+			for (; *p >= '0' && *p <= '9'; p++)
+				v = v * 10 + (*p - '0');
+			return v;
+		}
+	return -ENOENT;
 }
 
 int os_random(void *buf, size_t n)

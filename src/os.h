@@ -9,6 +9,7 @@
 #define XPFO_OS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 enum os_prot { OS_NONE = 0, OS_READ = 1, OS_RW = 3 };
@@ -24,6 +25,15 @@ int os_unmap(void *addr, size_t size);
 int os_protect(void *addr, size_t size, enum os_prot prot);
 /* Give the pages' frames back: the next touch sees zeros. */
 int os_purge(void *addr, size_t size);
+/* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new
+ * frames (zero), and one VMA where protection changes had split it. */
+int os_remap(void *addr, size_t size, enum os_prot prot);
+/* Give [addr, addr+size) fresh frames with the same contents, in place, and
+ * protection prot.  `readable` says whether the range can be read now (else
+ * it is made readable for the copy).  The old frames leave the process. */
+int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot);
+/* Threads of this process (from /proc/self/status), or -errno. */
+long os_thread_count(void);
 /* Random bytes from the kernel. */
 int os_random(void *buf, size_t n);
 /* write(2) all of buf to fd, retrying on EINTR; errors ignored. */

@@ -59,7 +59,7 @@ static void set_pending(const struct range *r)
 	if (r->kind == RK_HUGE)
 		__atomic_store_n(&seg_of(r->addr)->releasing, 1, __ATOMIC_RELEASE);
 	else
-		pages_set_run(r->addr, r->npages, PG_MAKE(PG_PENDING, r->npages));
+		pages_set_run(r->addr, r->npages, PG_MAKE(PG_PENDING, r->npages), r->owner);
 }
 
 static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
@@ -68,8 +68,12 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	struct gather *g = &t->g;
 	if (g->n == GATHER_MAX)
 		revoke_flush(t, FR_FULL);
+	if (!g->live)
+		g->destroy_serial = __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
 	uint16_t i = (uint16_t)g->n++;
-	g->r[i] = (struct range){ addr, (uint32_t)npages, owner, (uint8_t)k, 0, 0, 0 };
+	struct xpfo_compartment *c = comp_table[owner];
+	g->r[i] = (struct range){ addr, (uint32_t)npages, owner, (uint8_t)k, 0, 0, 0,
+				  seg_of(addr)->gen, c ? __atomic_load_n(&c->access_gen, __ATOMIC_ACQUIRE) : 0 };
 	set_pending(&g->r[i]);
 	link(g, i);
 	g->live++;
@@ -102,7 +106,8 @@ void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t 
 static inline bool fits(const struct range *r, size_t npages, size_t align, uint16_t owner,
 			enum range_kind k)
 {
-	return r->owner == owner && r->kind == k && r->npages >= npages && !(r->addr & (align - 1));
+	return r->owner == owner && r->kind == k && r->npages >= npages && !(r->addr & (align - 1)) &&
+	       r->gen == seg_of(r->addr)->gen;
 }
 
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
@@ -126,6 +131,10 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		return 0;
 	struct range *r = &g->r[found];
 	uintptr_t a = r->addr;
+	struct xpfo_compartment *c = comp_table[owner];
+	if (c && r->cgen != __atomic_load_n(&c->access_gen, __ATOMIC_ACQUIRE) &&
+	    grant(c, a, npages << PAGE_SHIFT))
+		return 0; /* its compartment was closed since: could not reopen */
 	unlink_entry(g, found);
 	if (r->npages > npages) {
 		/* keep the tail queued */
@@ -188,7 +197,7 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 static void quarantine(struct range *r)
 {
 	if (r->kind == RK_RUN)
-		pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages));
+		pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
 	stat_inc(revoke_failures);
 	stat_add(pages_quarantined, r->npages);
 	r->npages = 0; /* dropped from the release below */
@@ -212,6 +221,7 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	case FR_THREAD_EXIT: stat_inc(flush_thread_exit); break;
 	case FR_REUSE: stat_inc(flush_reuse); break;
 	case FR_EAGER: stat_inc(flush_eager); break;
+	case FR_SWITCH: stat_inc(flush_switch); break;
 	case FR_OTHER: stat_inc(flush_other); break;
 	}
 	/* compact: drop removed entries */
@@ -221,7 +231,23 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		if (r[i].npages)
 			r[n++] = r[i];
 	uint64_t pages = g->pages;
+	/* A compartment destroyed since the first run was queued may have
+	 * given its segments to someone else: drop runs of segments that
+	 * changed hands, and keep heap_lock across the protection changes so
+	 * none can change hands meanwhile. */
+	__atomic_add_fetch(&fast_flushes_inflight, 1, __ATOMIC_ACQ_REL);
+	bool careful = g->destroy_serial != __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
+	if (careful)
+		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
 	gather_init(g);
+	if (careful) {
+		pthread_mutex_lock(&heap_lock);
+		unsigned m = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (r[i].gen == seg_of(r[i].addr)->gen)
+				r[m++] = r[i];
+		n = m;
+	}
 	sort_ranges(r, n);
 
 	uint64_t retained = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED) -
@@ -248,6 +274,10 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		purge_span(r, i, j, purge_min);
 		i = j;
 	}
+	if (careful)
+		pthread_mutex_unlock(&heap_lock);
+	else
+		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (r[i].npages)
@@ -256,10 +286,25 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	return err;
 }
 
-int grant(uintptr_t addr, size_t len)
+uint64_t flush_serial(void)
+{
+	return __atomic_load_n(&g_stats.flushes, __ATOMIC_RELAXED);
+}
+
+static int grant_now(uintptr_t addr, size_t len)
+{
+	stat_inc(grant_syscalls);
+	return os_protect((void *)addr, len, OS_RW);
+}
+
+int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
-	stat_inc(grant_syscalls);
-	return os_protect((void *)addr, len, OS_RW);
+	if (c == &comp_root) /* closed only while a single thread is in a STRICT one */
+		return comp_root.open ? grant_now(addr, len) : 0;
+	pthread_mutex_lock(&c->lock);
+	int e = c->open ? grant_now(addr, len) : 0;
+	pthread_mutex_unlock(&c->lock);
+	return e;
 }

@@ -75,6 +75,7 @@ void stats_fill(struct xpfo_stats *s)
 	s->peak_resident_bytes = L(peak_resident_pages) << PAGE_SHIFT;
 	s->metadata_bytes = L(metadata_bytes);
 	s->segments = L(segments);
+	s->compartments = L(compartments);
 #undef L
 	long v = os_count_vmas(heap_base, heap_end);
 	s->vmas = v > 0 ? (uint64_t)v : 0;
@@ -139,6 +140,9 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 	line(fd, "xpfo:   flushes      %u (full %u, explicit %u, thread exit %u, reuse %u, eager %u, other %u)",
 	     s.flushes, s.flush_full, s.flush_explicit, s.flush_thread_exit, s.flush_reuse,
 	     s.flush_eager, s.flush_other);
+	line(fd, "xpfo:   compartments %u live, %u opened, %u closed, %u transfers, %u switch flushes, %u violations reported",
+	     s.compartments, s.compartment_opens, s.compartment_closes, s.transfers, s.flush_switch,
+	     s.violations);
 	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined",
 	     s.revoke_failures, s.pages_quarantined);
 	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
@@ -146,8 +150,19 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 	     s.peak_resident_bytes >> 10, s.pages_purged, s.purges, s.metadata_bytes >> 10);
 	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u)",
 	     s.segments, s.vmas, s.vma_limit);
-	for (unsigned c = 0; c < NCLASSES; c++)
-		if (s.class_allocs[c])
-			line(fd, "xpfo:   class %u     allocs %u frees %u", s.class_size[c],
-			     s.class_allocs[c], s.class_frees[c]);
+	char buf[256];
+	size_t at = 0;
+	unsigned on_line = 0;
+	for (unsigned c = 0; c <= NCLASSES; c++) {
+		if (c < NCLASSES && s.class_allocs[c]) {
+			at += fmt_str(buf + at, sizeof buf - at, "%s%u B: %u/%u", on_line ? ", " : "",
+				      s.class_size[c], s.class_allocs[c], s.class_frees[c]);
+			on_line++;
+		}
+		if (on_line && (on_line == 5 || c == NCLASSES)) {
+			line(fd, "xpfo:   classes      %s", buf);
+			at = 0;
+			on_line = 0;
+		}
+	}
 }

@@ -1,0 +1,12 @@
+/* arch.h - the one per-CPU interface.  Each arch/<cpu>/arch.h defines the
+ * same inlines; this header picks one. */
+#ifndef XPFO_ARCH_H
+#define XPFO_ARCH_H
+
+#if defined(__x86_64__)
+#include "x86_64/arch.h"
+#else
+#include "generic/arch.h"
+#endif
+
+#endif

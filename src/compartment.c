@@ -1,0 +1,668 @@
+/* compartment.c - compartments: owners of pages, entered and left by
+ * threads, on the mprotect backend.
+ *
+ * The mprotect backend can only protect pages for the whole process, so a
+ * compartment is open (its pages read-write) while at least one thread is
+ * inside it, and closed (its pages inaccessible) while none is: invariant
+ * I4 holds in its weaker form, "while some thread is inside".  Opening and
+ * closing walk the compartment's pages and change their protection in
+ * coalesced spans, under the compartment's lock; grant() takes the same lock,
+ * so a run handed out meanwhile gets the protection the compartment has.
+ * Pages queued for revocation are closed with their compartment but not
+ * reopened with it; a thread that takes one back reopens it (revoke.c,
+ * access_gen).
+ *
+ * Lock order: comp_lock, then a compartment's lock (two: lower id first),
+ * then heap_lock.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+static pthread_mutex_t comp_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint16_t comp_next_id = 2;              /* 1 is root */
+/* Destroyed compartments, reused oldest first and only once more than
+ * REUSE_DELAY wait, so a destroyed handle stays recognisably destroyed
+ * (EINVAL) for at least that many later creations. */
+static struct xpfo_compartment *free_head, *free_tail;
+static unsigned nfree;
+#define REUSE_DELAY 256
+uint32_t destroy_serial;
+
+struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
+{
+	if (c == &comp_root)
+		return &comp_root;
+	if (!c || !meta_owns(c) || ((uintptr_t)c & 63) ||
+	    __atomic_load_n(&c->magic, __ATOMIC_RELAXED) != COMP_MAGIC ||
+	    !__atomic_load_n(&c->live, __ATOMIC_ACQUIRE)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return (struct xpfo_compartment *)c;
+}
+
+/* ---- access: open and close (c->lock held) ------------------------------ */
+
+struct spans {
+	uintptr_t start, end;
+	enum os_prot prot;
+	uint64_t calls, pages;
+};
+
+static void span_flush(struct spans *sp)
+{
+	if (sp->end > sp->start) {
+		os_protect((void *)sp->start, sp->end - sp->start, sp->prot);
+		sp->calls++;
+		sp->pages += (sp->end - sp->start) >> PAGE_SHIFT;
+	}
+	sp->start = sp->end = 0;
+}
+
+static void span_add(struct spans *sp, uintptr_t a, size_t len)
+{
+	if (a != sp->end) {
+		span_flush(sp);
+		sp->start = a;
+	}
+	sp->end = a + len;
+}
+
+/* Pages of carved segment s owned by c: live ones, and queued ones too when
+ * closing. */
+static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, bool closing)
+{
+	uintptr_t base = seg_addr(s);
+	for (size_t p = 0; p < SEG_PAGES; p++) {
+		uint32_t e = __atomic_load_n(&s->page[p], __ATOMIC_RELAXED);
+		unsigned t = PG_TYPE(e);
+		bool live = t == PG_SLAB || t == PG_LARGE || t == PG_TAIL;
+		if ((live || (closing && t == PG_PENDING)) && s->aux[p] == id)
+			span_add(sp, base + (p << PAGE_SHIFT), PAGE_SIZE);
+	}
+}
+
+static void comp_set_access(struct xpfo_compartment *c, bool open)
+{
+	c->open = open;
+	__atomic_add_fetch(&c->access_gen, 1, __ATOMIC_RELEASE);
+	if (open)
+		stat_inc(compartment_opens);
+	else
+		stat_inc(compartment_closes);
+	if (opt.revoke == REVOKE_OFF)
+		return;
+	struct spans sp = { 0, 0, open ? OS_RW : OS_NONE, 0, 0 };
+	pthread_mutex_lock(&heap_lock);
+	for (struct segment *s = c->segs; s; s = s->next) {
+		if (s->kind == SEG_HUGE) {
+			if (open && s->releasing)
+				continue;
+			span_add(&sp, seg_addr(s), (size_t)s->huge_pages << PAGE_SHIFT);
+			span_flush(&sp); /* the rest of its last segment stays closed */
+		} else {
+			walk_segment(&sp, s, c->id, !open);
+		}
+	}
+	if (c->nxsegs <= COMP_XSEGS) {
+		for (unsigned i = 0; i < c->nxsegs; i++)
+			if (seg_table[c->xsegs[i]].kind == SEG_PAGES_K &&
+			    seg_table[c->xsegs[i]].owner != c->id)
+				walk_segment(&sp, &seg_table[c->xsegs[i]], c->id, !open);
+	} else {
+		for (size_t i = 0; i < heap_nsegs; i++)
+			if (seg_table[i].kind == SEG_PAGES_K && seg_table[i].owner != c->id)
+				walk_segment(&sp, &seg_table[i], c->id, !open);
+	}
+	span_flush(&sp);
+	pthread_mutex_unlock(&heap_lock);
+	if (open) {
+		stat_add(grant_syscalls, sp.calls);
+	} else {
+		stat_add(revoke_syscalls, sp.calls);
+		stat_add(pages_revoked, sp.pages);
+	}
+}
+
+/* A thread enters (+1) or leaves (-1) c. */
+static void comp_inside(struct xpfo_compartment *c, int delta)
+{
+	if (c == &comp_root)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->inside += delta;
+	if (delta > 0 && c->inside == 1)
+		comp_set_access(c, true);
+	else if (delta < 0 && c->inside == 0 && c->live)
+		comp_set_access(c, false);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* STRICT: while the only thread is inside, the root heap is closed. */
+static void root_access(bool open)
+{
+	pthread_mutex_lock(&comp_root.lock);
+	if (comp_root.open != open)
+		comp_set_access(&comp_root, open);
+	pthread_mutex_unlock(&comp_root.lock);
+}
+
+/* ---- per-thread heaps -------------------------------------------------- */
+
+struct theap *theap_for(struct tstate *t, struct xpfo_compartment *c)
+{
+	if (c == &comp_root)
+		return &t->root_heap;
+	if (!t->heaps) {
+		t->heaps = meta_alloc(MAX_COMPARTMENTS * sizeof *t->heaps);
+		if (!t->heaps)
+			return NULL;
+	}
+	struct theap *h = t->heaps[c->id];
+	if (!h) {
+		h = meta_alloc(sizeof *h);
+		if (!h)
+			return NULL;
+		t->heaps[c->id] = h;
+	} else if (h->comp == c && h->epoch == c->epoch) {
+		return h;
+	}
+	/* new, or left over from a destroyed compartment that had this id:
+	 * its slabs are gone with it, so it is reset without touching them */
+	heap_init_theap(h, t, c);
+	h->epoch = c->epoch;
+	return h;
+}
+
+static bool theap_stale(const struct theap *h)
+{
+	return !h->comp->live || h->epoch != h->comp->epoch;
+}
+
+void comp_thread_exit(struct tstate *t)
+{
+	if (t->depth || t->heap != &t->root_heap) {
+		/* the thread dies inside a compartment: it leaves it */
+		comp_inside(t->heap->comp, -1);
+		if (t->heap->comp->flags & XPFO_COMPARTMENT_STRICT)
+			root_access(true);
+		t->heap = &t->root_heap;
+		t->depth = 0;
+	}
+	if (!t->heaps)
+		return;
+	for (unsigned i = 0; i < MAX_COMPARTMENTS; i++) {
+		struct theap *h = t->heaps[i];
+		if (!h)
+			continue;
+		if (h->comp && !theap_stale(h))
+			heap_abandon(h);
+		meta_free(h, sizeof *h);
+	}
+	meta_free(t->heaps, MAX_COMPARTMENTS * sizeof *t->heaps);
+	t->heaps = NULL;
+}
+
+/* XPFO_OPTIONS=compartments=thread: each thread but the first runs in a
+ * compartment of its own. */
+void comp_thread_start(struct tstate *t)
+{
+	char name[32];
+	fmt_str(name, sizeof name, "thread %d", t->tid);
+	xpfo_compartment_t *c = xpfo_compartment_create(name, 0);
+	if (c && xpfo_enter(c))
+		t->depth = 0; /* not leavable: the thread's own */
+}
+
+/* ---- the public API ---------------------------------------------------- */
+
+XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsigned flags)
+{
+	tstate_get();
+	if (!name || (flags & ~(XPFO_COMPARTMENT_SECRET | XPFO_COMPARTMENT_STRICT))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (flags & XPFO_COMPARTMENT_SECRET) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	struct xpfo_compartment *c = NULL;
+	pthread_mutex_lock(&comp_lock);
+	if (nfree > REUSE_DELAY) {
+		c = free_head;
+		free_head = c->next_free;
+		if (!free_head)
+			free_tail = NULL;
+		nfree--;
+	} else if (comp_next_id < MAX_COMPARTMENTS) {
+		c = meta_alloc(sizeof *c);
+		if (c)
+			c->id = comp_next_id++;
+	}
+	if (!c) {
+		pthread_mutex_unlock(&comp_lock);
+		errno = EMFILE;
+		return NULL;
+	}
+	uint16_t id = c->id;
+	uint32_t epoch = c->epoch, gen = c->access_gen;
+	memset(c, 0, sizeof *c);
+	c->id = id;
+	c->epoch = epoch + 1;
+	c->access_gen = gen + 1;
+	c->flags = flags;
+	fmt_str(c->name, sizeof c->name, "%s", name);
+	pthread_mutex_init(&c->lock, NULL);
+	c->magic = COMP_MAGIC;
+	comp_table[id] = c;
+	__atomic_store_n(&c->live, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&comp_lock);
+	stat_inc(compartments);
+	return c;
+}
+
+XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
+{
+	tstate_get();
+	if (c == &comp_root || !comp_check(c)) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (c->inside > 0 || !c->live) {
+		int busy = c->live;
+		pthread_mutex_unlock(&c->lock);
+		errno = busy ? EBUSY : EINVAL;
+		return -1;
+	}
+	__atomic_store_n(&c->live, 0, __ATOMIC_RELEASE);
+	c->epoch++;
+	c->open = 0;
+	pthread_mutex_unlock(&c->lock);
+	comp_destroy_pages(c);
+	pthread_mutex_lock(&comp_lock);
+	comp_table[c->id] = NULL;
+	c->next_free = NULL;
+	if (free_tail)
+		free_tail->next_free = c;
+	else
+		free_head = c;
+	free_tail = c;
+	nfree++;
+	pthread_mutex_unlock(&comp_lock);
+	stat_sub(compartments, 1);
+	return 0;
+}
+
+XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
+{
+	struct tstate *t = tstate_get();
+	if (!comp_check(c))
+		return NULL;
+	struct xpfo_compartment *prev = t->heap->comp;
+	bool strict = c->flags & XPFO_COMPARTMENT_STRICT;
+	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT) && os_thread_count() != 1) {
+		errno = EPERM; /* the mprotect backend cannot close root for one thread only */
+		return NULL;
+	}
+	struct theap *h = theap_for(t, c);
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	revoke_flush(t, FR_SWITCH);
+	comp_inside(c, +1);
+	comp_inside(prev, -1);
+	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT))
+		root_access(false);
+	t->heap = h;
+	t->depth++;
+	return prev;
+}
+
+XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
+{
+	struct tstate *t = tstate_get();
+	if (!t->depth || !comp_check(previous)) {
+		errno = EINVAL;
+		return;
+	}
+	struct theap *h = theap_for(t, previous);
+	if (!h) {
+		errno = ENOMEM;
+		return;
+	}
+	struct xpfo_compartment *cur = t->heap->comp;
+	revoke_flush(t, FR_SWITCH);
+	if ((cur->flags & XPFO_COMPARTMENT_STRICT) && !(previous->flags & XPFO_COMPARTMENT_STRICT))
+		root_access(true);
+	comp_inside(previous, +1);
+	comp_inside(cur, -1);
+	t->heap = h;
+	t->depth--;
+}
+
+/* Run fn with the thread allocating in c (not entering it). */
+static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
+{
+	if (!comp_check(c))
+		return NULL;
+	struct theap *h = theap_for(t, c);
+	if (!h)
+		errno = ENOMEM;
+	return h;
+}
+
+XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
+{
+	struct tstate *t = tstate_get();
+	struct theap *h = borrow(t, c), *saved = t->heap;
+	if (!h)
+		return NULL;
+	t->heap = h;
+	void *p = heap_malloc(t, size);
+	t->heap = saved;
+	return p;
+}
+
+XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size)
+{
+	if (!align || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct tstate *t = tstate_get();
+	struct theap *h = borrow(t, c), *saved = t->heap;
+	if (!h)
+		return NULL;
+	t->heap = h;
+	void *p = heap_aligned(t, align, size);
+	t->heap = saved;
+	return p;
+}
+
+XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
+{
+	struct tstate *t = tstate_get();
+	struct theap *h = borrow(t, c), *saved = t->heap;
+	if (!h)
+		return NULL;
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->heap = h;
+	pthread_mutex_lock(&c->lock);
+	bool open = c->open || c == &comp_root || opt.revoke == REVOKE_OFF;
+	if (open) {
+		pthread_mutex_unlock(&c->lock);
+		void *p = heap_calloc(t, n, size);
+		t->heap = saved;
+		return p;
+	}
+	/* closed: zero it through a short-lived opening, under the lock so
+	 * no enter or leave interleaves */
+	void *p = heap_malloc(t, total);
+	t->heap = saved;
+	if (p && total) {
+		uintptr_t a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
+		size_t len = align_up((uintptr_t)p + total, PAGE_SIZE) - a;
+		if (os_protect((void *)a, len, OS_RW) == 0) {
+			memset(p, 0, total);
+			os_protect((void *)a, len, OS_NONE);
+			stat_inc(grant_syscalls);
+			stat_inc(revoke_syscalls);
+		} else {
+			pthread_mutex_unlock(&c->lock);
+			heap_free(p);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return p;
+}
+
+static void lock_two(struct xpfo_compartment *a, struct xpfo_compartment *b)
+{
+	if (a->id > b->id) {
+		struct xpfo_compartment *x = a;
+		a = b;
+		b = x;
+	}
+	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&b->lock);
+}
+
+static void add_xseg(struct xpfo_compartment *c, uint32_t idx)
+{
+	for (unsigned i = 0; i < c->nxsegs && i < COMP_XSEGS; i++)
+		if (c->xsegs[i] == idx)
+			return;
+	if (c->nxsegs < COMP_XSEGS)
+		c->xsegs[c->nxsegs] = idx;
+	c->nxsegs++;
+}
+
+XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
+{
+	tstate_get();
+	if (!comp_check(to))
+		return -1;
+	uintptr_t a = (uintptr_t)p;
+	if (!in_heap(a) || (a & (PAGE_SIZE - 1))) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct segment *s = seg_of(a);
+	size_t npages;
+	uint16_t from_id;
+	uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
+	if (kind == SEG_HUGE && !s->releasing) {
+		npages = s->huge_pages;
+		from_id = s->owner;
+	} else if (kind == SEG_PAGES_K && PG_TYPE(page_entry(s, a)) == PG_LARGE) {
+		npages = PG_VAL(page_entry(s, a));
+		from_id = page_owner(s, a);
+	} else {
+		errno = EINVAL; /* small, interior, freed or not a block */
+		return -1;
+	}
+	struct xpfo_compartment *from = comp_table[from_id];
+	if (!from) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (from == to)
+		return 0;
+	lock_two(from, to);
+	bool off = opt.revoke == REVOKE_OFF;
+	int e = os_fresh_copy(p, npages << PAGE_SHIFT, off || from->open,
+			      off || to->open ? OS_RW : OS_NONE);
+	if (!e) {
+		pthread_mutex_lock(&heap_lock);
+		if (kind == SEG_HUGE) {
+			for (uint32_t k = 0; k < s->nsegs; k++)
+				s[k].owner = to->id;
+			seg_list_del(from, s);
+			seg_list_add(to, s);
+		} else {
+			size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
+			for (size_t k = 0; k < npages; k++)
+				__atomic_store_n(&s->aux[i + k], to->id, __ATOMIC_RELAXED);
+			if (s->owner != to->id)
+				add_xseg(to, (uint32_t)seg_index(s));
+		}
+		pthread_mutex_unlock(&heap_lock);
+		stat_inc(transfers);
+		stat_inc(revoke_syscalls);
+		stat_add(pages_revoked, npages);
+	}
+	pthread_mutex_unlock(&from->lock);
+	pthread_mutex_unlock(&to->lock);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- destroy ------------------------------------------------------------ */
+
+uint32_t fast_flushes_inflight;
+
+/* c-owned spans in segments that stay (they hold other owners' pages). */
+struct destroy_list {
+	struct range *r;
+	unsigned n, cap;
+};
+
+static void dl_add(struct destroy_list *dl, uintptr_t a, size_t np, uint32_t gen)
+{
+	if (dl->n && dl->r[dl->n - 1].addr + ((uintptr_t)dl->r[dl->n - 1].npages << PAGE_SHIFT) == a &&
+	    seg_of(dl->r[dl->n - 1].addr) == seg_of(a)) {
+		dl->r[dl->n - 1].npages += (uint32_t)np;
+		return;
+	}
+	if (dl->n == dl->cap) {
+		unsigned cap = dl->cap ? dl->cap * 2 : 256;
+		struct range *nr = meta_alloc(cap * sizeof *nr);
+		if (!nr)
+			xpfo_fatal("out of metadata memory destroying a compartment");
+		if (dl->r) {
+			memcpy(nr, dl->r, dl->n * sizeof *nr);
+			meta_free(dl->r, dl->cap * sizeof *nr);
+		}
+		dl->r = nr;
+		dl->cap = cap;
+	}
+	dl->r[dl->n++] = (struct range){ a, (uint32_t)np, 0, RK_RUN, 1, 0, 0, gen, 0 };
+}
+
+/* Pages of s owned by id (live or queued) into dl. */
+static void collect_owned(struct destroy_list *dl, struct segment *s, uint16_t id)
+{
+	uintptr_t base = seg_addr(s);
+	for (size_t p = 0; p < SEG_PAGES; p++) {
+		unsigned t = PG_TYPE(s->page[p]);
+		if (t != PG_FREE && t != PG_QUAR && s->aux[p] == id)
+			dl_add(dl, base + (p << PAGE_SHIFT), 1, s->gen);
+	}
+}
+
+void comp_destroy_pages(struct xpfo_compartment *c)
+{
+	size_t rel[64];
+	size_t nrel = 0;
+	struct destroy_list dl = { NULL, 0, 0 };
+	pthread_mutex_lock(&heap_lock);
+	__atomic_add_fetch(&destroy_serial, 1, __ATOMIC_ACQ_REL);
+	/* flushes that began before may not have seen it: let them finish */
+	while (__atomic_load_n(&fast_flushes_inflight, __ATOMIC_ACQUIRE))
+		sched_yield();
+	while (c->segs) {
+		struct segment *s = c->segs;
+		seg_list_del(c, s);
+		if (s->kind == SEG_HUGE) {
+			stat_sub(mapped_pages, s->huge_pages);
+			stat_sub(resident_pages, s->huge_pages);
+			for (uint32_t k = 0; k < s->nsegs; k++) {
+				s[k].releasing = 1;
+				s[k].owner = 0;
+				s[k].gen++;
+				if (nrel < 64)
+					rel[nrel++] = seg_index(s) + k;
+			}
+			continue;
+		}
+		uintptr_t base = seg_addr(s);
+		size_t foreign = 0, mine = 0;
+		for (size_t p = 0; p < SEG_PAGES; p++) {
+			uint32_t e = s->page[p];
+			unsigned t = PG_TYPE(e);
+			if (t == PG_FREE)
+				continue;
+			if (s->aux[p] != c->id && t != PG_QUAR) {
+				foreign++;
+				continue;
+			}
+			mine++;
+			if (t == PG_SLAB) {
+				struct slab *sl = &slab_table[PG_VAL(e)];
+				if (sl->base == base + (p << PAGE_SHIFT))
+					slab_meta_free(sl);
+			}
+		}
+		if (!foreign && nrel < 64) {
+			size_t dirty = SEG_PAGES;
+			for (size_t w = 0; w < SEG_WORDS; w++)
+				dirty -= (size_t)__builtin_popcountll(s->clean_map[w]);
+			stat_sub(mapped_pages, mine);
+			stat_sub(resident_pages, dirty);
+			s->releasing = 1;
+			s->owner = 0;
+			s->gen++;
+			rel[nrel++] = seg_index(s);
+		} else {
+			/* it holds runs given to others: it stays, carved by root */
+			collect_owned(&dl, s, c->id);
+			s->owner = comp_root.id;
+			s->gen++;
+			seg_list_add(&comp_root, s);
+		}
+	}
+	if (c->nxsegs <= COMP_XSEGS) {
+		for (unsigned i = 0; i < c->nxsegs; i++)
+			if (seg_table[c->xsegs[i]].kind == SEG_PAGES_K)
+				collect_owned(&dl, &seg_table[c->xsegs[i]], c->id);
+	} else {
+		for (size_t i = 0; i < heap_nsegs; i++)
+			if (seg_table[i].kind == SEG_PAGES_K)
+				collect_owned(&dl, &seg_table[i], c->id);
+	}
+	for (unsigned i = 0; i < dl.n; i++)
+		seg_of(dl.r[i].addr)->gen++; /* drops queued runs of those pages */
+	for (unsigned i = 0; i < dl.n; i++)
+		dl.r[i].gen = seg_of(dl.r[i].addr)->gen;
+	memset(c->abandoned, 0, sizeof c->abandoned);
+	c->nxsegs = 0;
+	pthread_mutex_unlock(&heap_lock);
+
+	/* revoke, then hand back: whole segments with fresh mappings... */
+	for (size_t a = 1; a < nrel; a++)
+		for (size_t b = a; b > 0 && rel[b - 1] > rel[b]; b--) {
+			size_t x = rel[b];
+			rel[b] = rel[b - 1];
+			rel[b - 1] = x;
+		}
+	if (nrel)
+		segs_release(rel, nrel);
+	/* ...and the runs that sit among other owners' pages */
+	for (unsigned i = 0; i < dl.n; i++) {
+		size_t len = (size_t)dl.r[i].npages << PAGE_SHIFT;
+		if (os_protect((void *)dl.r[i].addr, len, OS_NONE) == 0) {
+			stat_inc(revoke_syscalls);
+			stat_add(pages_revoked, dl.r[i].npages);
+			if (os_purge((void *)dl.r[i].addr, len) == 0) {
+				stat_inc(purges);
+				stat_add(pages_purged, dl.r[i].npages);
+			} else {
+				dl.r[i].purged = 0;
+			}
+		} else {
+			dl.r[i].npages = 0; /* left as it is: never reused */
+		}
+	}
+	unsigned m = 0;
+	for (unsigned i = 0; i < dl.n; i++)
+		if (dl.r[i].npages)
+			dl.r[m++] = dl.r[i];
+	pages_release(dl.r, m);
+	if (dl.r)
+		meta_free(dl.r, dl.cap * sizeof *dl.r);
+}

@@ -1,0 +1,115 @@
+/* fault.c - violation reports.  A SIGSEGV or SIGBUS at a heap address is an
+ * access to a page the thread does not own: one line says what was touched,
+ * whose it is and who touched it, then the signal takes its default action.
+ * Faults elsewhere go to the handler the program had, untouched.  The handler
+ * allocates nothing and takes no lock. */
+#include "internal.h"
+#include "arch.h"
+
+#include <signal.h>
+#include <string.h>
+
+static struct sigaction old_segv, old_bus;
+
+static void to_default(int sig)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	sigaction(sig, &sa, NULL);
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction *old = sig == SIGBUS ? &old_bus : &old_segv;
+	if (old->sa_flags & SA_SIGINFO) {
+		old->sa_sigaction(sig, si, uc);
+	} else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
+		to_default(sig); /* returning re-runs the access, which now kills */
+	} else {
+		old->sa_handler(sig);
+	}
+}
+
+/* Whose is the page at a: writes "owned by compartment "x"" or the free
+ * page's story into buf. */
+static void describe_owner(char *buf, size_t n, uintptr_t a)
+{
+	struct segment *s = seg_of(a);
+	uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_RELAXED);
+	uint64_t now = flush_serial();
+	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL) {
+		struct segment *head = kind == SEG_HUGE ? s : s - s->nsegs;
+		uintptr_t base = seg_addr(head);
+		if (!head->releasing && a < base + ((uintptr_t)head->huge_pages << PAGE_SHIFT)) {
+			struct xpfo_compartment *c = comp_table[head->owner];
+			fmt_str(buf, n, "owned by compartment \"%s\"", c ? c->name : "?");
+			return;
+		}
+		fmt_str(buf, n, "owned by the allocator (free page)");
+		return;
+	}
+	if (kind != SEG_PAGES_K) {
+		fmt_str(buf, n, "owned by the allocator (free page, revoked %u flushes ago)",
+			(unsigned long)(uint32_t)((uint32_t)now - s->freed_at));
+		return;
+	}
+	size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
+	uint32_t e = __atomic_load_n(&s->page[i], __ATOMIC_RELAXED);
+	uint32_t aux = __atomic_load_n(&s->aux[i], __ATOMIC_RELAXED);
+	switch (PG_TYPE(e)) {
+	case PG_FREE:
+		fmt_str(buf, n, "owned by the allocator (free page, revoked %u flushes ago)",
+			(unsigned long)(uint32_t)((uint32_t)now - aux));
+		return;
+	case PG_QUAR:
+		fmt_str(buf, n, "owned by the allocator (quarantined page)");
+		return;
+	case PG_PENDING: {
+		struct xpfo_compartment *c = aux < MAX_COMPARTMENTS ? comp_table[aux] : NULL;
+		fmt_str(buf, n, "owned by compartment \"%s\" (freed, revocation queued)",
+			c ? c->name : "?");
+		return;
+	}
+	default: {
+		struct xpfo_compartment *c = aux < MAX_COMPARTMENTS ? comp_table[aux] : NULL;
+		fmt_str(buf, n, "owned by compartment \"%s\"", c ? c->name : "?");
+		return;
+	}
+	}
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	if (!__atomic_load_n(&xpfo_ready, __ATOMIC_ACQUIRE) || !in_heap(a) ||
+	    (sig == SIGSEGV && si->si_code != SEGV_ACCERR && si->si_code != SEGV_MAPERR)) {
+		chain(sig, si, uc);
+		return;
+	}
+	stat_inc(violations);
+	char owner[128], line[320];
+	describe_owner(owner, sizeof owner, a);
+	int w = arch_fault_is_write(uc);
+	struct tstate *t = tl_state;
+	size_t len = fmt_str(line, sizeof line - 1,
+			     "xpfo: violation: %s of %p %s from thread %d in compartment \"%s\"",
+			     w < 0 ? "access" : w ? "write" : "read", (void *)a, owner,
+			     os_gettid(), t && t->heap ? t->heap->comp->name : "root");
+	line[len++] = '\n';
+	os_write(2, line, len);
+	to_default(sig); /* the access runs again and the default action ends it */
+}
+
+void fault_install(void)
+{
+	if (!opt.report)
+		return;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sigaction(SIGBUS, &sa, &old_bus);
+}
