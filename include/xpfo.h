@@ -142,6 +142,11 @@ struct xpfo_stats {
 	uint64_t compartment_closes;  /* mprotect backend: the last thread left */
 	uint64_t transfers;
 	uint64_t violations;          /* faults reported in the heap */
+
+	/* VMA budget */
+	uint64_t vma_budget;          /* VMAs xpfo lets the process reach before degrading */
+	uint64_t degraded;            /* now: 1 while over the budget */
+	uint64_t spans_released_unprotected; /* revoked by release only, while degraded */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -73,6 +73,7 @@ static void init_core(void)
 		if (v)
 			vma_limit = v;
 	}
+	g_stats.vma_budget = opt.max_vmas ? opt.max_vmas : vma_limit / 2;
 	if (opt.backend == BACKEND_PKEYS)
 		xpfo_warn("backend=pkeys: not available in this build; using mprotect");
 	xpfo_verbose("heap %p..%p (%u GiB), backend mprotect, revoke=%s batch=%u, vm.max_map_count %u",

@@ -60,6 +60,9 @@ static const struct opt_desc table[] = {
 	{ "verbose", T_BOOL, OFF(verbose), 0, 1, NULL, "print what xpfo decides at start" },
 	{ "report", T_BOOL, OFF(report), 0, 1, NULL,
 	  "report faults on heap pages (owner, thread, compartment) before the default action" },
+	{ "max_vmas", T_ULONG, OFF(max_vmas), 0, 1ul << 31, NULL,
+	  "VMAs the process may reach before small revocations degrade to releases "
+	  "(0: half of vm.max_map_count)" },
 	{ "compartments", T_ENUM, OFF(compartments), 0, 1, comp_names,
 	  "thread: every thread but the first runs in a compartment of its own (a diagnostic "
 	  "for share-nothing programs; most programs share memory between threads and trip it)" },

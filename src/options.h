@@ -20,6 +20,7 @@ struct options {
 	unsigned verbose;
 	unsigned report;      /* report faults in the heap (SIGSEGV handler) */
 	unsigned compartments; /* enum comp_mode */
+	unsigned long max_vmas; /* VMA budget; 0: half of vm.max_map_count */
 };
 
 extern struct options opt;

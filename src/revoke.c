@@ -23,6 +23,8 @@
  */
 #include "internal.h"
 
+#include <errno.h>
+
 void gather_init(struct gather *g)
 {
 	g->n = g->live = 0;
@@ -203,6 +205,48 @@ static void quarantine(struct range *r)
 	r->npages = 0; /* dropped from the release below */
 }
 
+/* The VMA budget.  Every protection boundary inside the heap splits a VMA,
+ * and past vm.max_map_count mprotect fails.  Every VMA_CHECK_EVERY flushes
+ * (and at once when an mprotect fails with ENOMEM) the process's VMAs are
+ * counted; over the budget, spans shorter than DEGRADE_SPAN are revoked by
+ * releasing their frames (the next touch reads zeros, never the old data)
+ * instead of protecting them, until the count is back under half of it.  The
+ * first time, a warning says so. */
+#define VMA_CHECK_EVERY 64
+#define DEGRADE_SPAN ((size_t)64 << 10)
+static uint32_t vma_checks;
+
+static void vma_check(bool failed)
+{
+	if (!failed && __atomic_add_fetch(&vma_checks, 1, __ATOMIC_RELAXED) % VMA_CHECK_EVERY != 1)
+		return;
+	long n = os_count_vmas(0, UINTPTR_MAX);
+	uint64_t budget = g_stats.vma_budget;
+	if (n < 0)
+		return;
+	if ((uint64_t)n > budget || failed) {
+		if (!__atomic_exchange_n(&g_stats.degraded, 1, __ATOMIC_RELAXED)) {
+			static int warned;
+			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+				xpfo_warn("%d VMAs, over the budget of %u (max_vmas): small freed spans are "
+					  "now released instead of protected", n, (unsigned long)budget);
+		}
+	} else if ((uint64_t)n < budget / 2) {
+		__atomic_store_n(&g_stats.degraded, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* Revoke a span by releasing its frames only (degraded mode). */
+static bool release_unprotected(uintptr_t a, size_t len)
+{
+	if (os_purge((void *)a, len))
+		return false;
+	stat_inc(purges);
+	stat_add(pages_purged, len >> PAGE_SHIFT);
+	stat_inc(spans_released_unprotected);
+	return true;
+}
+
 /* Released spans shorter than this stay resident (revoked) for reuse while
  * the retained total stays under opt.retain; longer ones always go back. */
 #define PURGE_ALWAYS ((size_t)1 << 20)
@@ -260,8 +304,24 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			j++;
 		size_t len = range_end(&r[j - 1]) - r[i].addr;
 		if (opt.revoke != REVOKE_OFF) {
+			if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
+			    release_unprotected(r[i].addr, len)) {
+				for (unsigned k = i; k < j; k++)
+					r[k].purged = 1;
+				i = j;
+				continue;
+			}
 			int e = os_protect((void *)r[i].addr, len, OS_NONE);
 			stat_inc(revoke_syscalls);
+			if (e == ENOMEM) {
+				vma_check(true);
+				if (release_unprotected(r[i].addr, len)) {
+					for (unsigned k = i; k < j; k++)
+						r[k].purged = 1;
+					i = j;
+					continue;
+				}
+			}
 			if (e) {
 				err = e;
 				for (unsigned k = i; k < j; k++)
@@ -278,6 +338,7 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		pthread_mutex_unlock(&heap_lock);
 	else
 		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
+	vma_check(false);
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (r[i].npages)

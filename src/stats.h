@@ -14,13 +14,14 @@
 	X(flush_thread_exit) X(flush_reuse) X(flush_eager) X(flush_other)  \
 	X(revoke_failures) X(purges) X(pages_purged) X(mmap_syscalls)      \
 	X(munmap_syscalls) X(madvise_syscalls) X(flush_switch)          \
-	X(compartment_opens) X(compartment_closes) X(transfers) X(violations)
+	X(compartment_opens) X(compartment_closes) X(transfers) X(violations) \
+	X(spans_released_unprotected)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
 	X(pages_quarantined) X(mapped_pages) X(peak_mapped_pages)          \
 	X(resident_pages) X(peak_resident_pages) X(metadata_bytes)         \
-	X(segments) X(large_live_bytes) X(compartments)
+	X(segments) X(large_live_bytes) X(compartments) X(degraded) X(vma_budget)
 
 struct stats_global {
 #define X(n) uint64_t n;
