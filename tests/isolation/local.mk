@@ -1,0 +1,1 @@
+# tests/isolation: compartment isolation tests (issue 3)
