@@ -15,8 +15,8 @@
 # entries for every file the series does not touch: the second tree costs
 # little on a cold cache, and a repeated run rebuilds nothing.
 #
-# --w1 builds the patched tree's touched objects with W=1 and fails on any
-# warning in a file the series changes (W=1 is noisy elsewhere in 6.1).
+# --w1 rebuilds every object the series changes with W=1, in both trees,
+# and fails if the patched one has a warning the base one does not.
 set -eu
 
 die() { echo "kernel/build.sh: error: $*" >&2; exit 1; }
@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
 	--jobs) [ $# -ge 2 ] || die "--jobs needs an argument"
 		jobs=$2; shift 2 ;;
 	--w1) w1=1; shift ;;
-	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
 	*) die "unknown argument: $1 (see --help)" ;;
 	esac
 done
