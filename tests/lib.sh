@@ -28,6 +28,13 @@ need_xpfo() {
 	[ -f "$XPFO_LIB" ] || hard_error "libxpfo.so not built: $XPFO_LIB"
 }
 
+# The slowest real-program tests are skipped when CI asks (make check
+# XPFO_SKIP_SLOW=1, used for the second, debug-build run of the suite).
+skip_if_slow() {
+	[ -z "${XPFO_SKIP_SLOW:-}" ] ||
+		skip "XPFO_SKIP_SLOW is set (this test runs in the release build's make check)"
+}
+
 # need_prog PROG [DEBIAN-PACKAGE]: a missing program is a hard error (CI
 # must install it), not a skip: these are the programs issue 2 names.
 need_prog() {

@@ -11,6 +11,7 @@ AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(abs_top_builddir)'; export top_builddir; \
 	XPFO_LIB='$(abs_top_builddir)/.libs/libxpfo.so'; export XPFO_LIB; \
 	XPFO_RUN='$(abs_top_builddir)/LD_PRELOAD/xpfo-run'; export XPFO_RUN; \
+	XPFO_SKIP_SLOW='$(XPFO_SKIP_SLOW)'; export XPFO_SKIP_SLOW; \
 	unset XPFO_OPTIONS;
 
 tests_common = tests/testutil.c tests/testutil.h
@@ -67,14 +68,14 @@ tests_forkalloc_plain_SOURCES = tests/forkalloc.c $(tests_common)
 
 TESTS += tests/api tests/misuse tests/revoke tests/stress tests/forkalloc \
 	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
-	tests/revoke-strace.sh \
+	tests/revoke-strace.sh tests/options.sh \
 	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
 	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
 	tests/preload-gcc.sh tests/preload-threads.sh
 
 EXTRA_DIST += tests/lib.sh tests/README tests/preload/workload.py \
 	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
-	tests/revoke-strace.sh \
+	tests/revoke-strace.sh tests/options.sh \
 	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
 	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
 	tests/preload-gcc.sh tests/preload-threads.sh

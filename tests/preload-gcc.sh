@@ -4,6 +4,7 @@
 # output and the object's symbols must match the run without xpfo.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
+skip_if_slow
 need_prog gcc gcc
 
 awk 'BEGIN {

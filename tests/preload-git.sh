@@ -4,6 +4,7 @@
 # ids are the same with and without xpfo.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
+skip_if_slow
 need_prog git git
 
 git_workload() {
@@ -17,19 +18,26 @@ git_workload() {
 	$RUN git config gc.auto 0
 	c=0
 	while [ $c -lt 4 ]; do
+		# 100 new files per commit (400 in all), and the previous
+		# commit's files changed
 		awk -v c=$c 'BEGIN {
-			for (f = 0; f < 100; f++) {
+			for (f = c * 100; f < c * 100 + 100; f++) {
 				d = "dir" (f % 7)
 				file = d "/file" f ".txt"
 				system("mkdir -p " d)
 				for (l = 0; l < 40 + f % 30; l++)
-					printf "commit %d file %d line %d %s\n", c, f, l,
-						substr("the quick brown fox jumps over the lazy dog", 1 + (l + c) % 20) > file
+					printf "file %d line %d %s\n", f, l,
+						substr("the quick brown fox jumps over the lazy dog", 1 + l % 20) > file
 				close(file)
+				if (c > 0) {
+					old = "dir" ((f - 100) % 7) "/file" (f - 100) ".txt"
+					printf "changed in commit %d\n", c >> old
+					close(old)
+				}
 			}
 		}'
 		$RUN git add -A || return 1
-		$RUN git commit -q -m "commit $c: 100 files" || return 1
+		$RUN git commit -q -m "commit $c: 100 new files" || return 1
 		c=$((c + 1))
 	done
 	$RUN git log --stat --format='%H %an %s' | head -c 20000

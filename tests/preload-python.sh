@@ -4,6 +4,7 @@
 # without xpfo, and xpfo's stats show it served the interpreter.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
+skip_if_slow
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || hard_error "python3 not installed (Debian package: python3)"
 script=$top_srcdir/tests/preload/workload.py

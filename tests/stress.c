@@ -313,7 +313,9 @@ static void *work(void *arg)
 			}
 		} else if (c < 99) {
 			drain(w->self);
-		} else if (tu_x.present && tu_rand(&r) % 50 == 0) {
+		} else if (tu_x.present && tu_rand(&r) % 5 == 0) {
+			/* in a debug build, xpfo_flush also walks the heap's
+			 * invariants */
 			if (tu_x.flush() != 0) {
 				struct block t = { .from = w->self };
 				report("xpfo_flush failed", &t, (size_t)errno);
@@ -386,6 +388,8 @@ int main(int argc, char **argv)
 		tu_hard_error("calloc");
 	double start = now();
 	for (int g = 0; g < generations; g++) {
+		if (tu_x.present && tu_x.flush() != 0)
+			tu_hard_error("xpfo_flush failed: %s", strerror(errno));
 		double end = start + seconds * (g + 1) / generations;
 		for (int i = 0; i < nthreads; i++) {
 			w[i].self = i;

@@ -1,0 +1,56 @@
+#!/bin/sh
+# options.sh - XPFO_OPTIONS parsing: good values take effect (seen in the
+# stats header), unknown keys and bad values give one "xpfo: warning:" line
+# and keep the default, and nothing breaks the program.  Also xpfo-run
+# --help and --stats.
+. "${top_srcdir:-.}/tests/lib.sh"
+need_xpfo
+need_prog perl perl-base
+# A program that allocates (xpfo starts at the first allocation) and ends
+# through exit() (the stats report is written by a destructor): perl.
+PROG="perl -e my@a=(1)x1000;print(scalar(@a),qq(\\n))"
+run() { # OPTIONS: runs $PROG on xpfo; stderr in $tmp/err, exit code in $rc
+	XPFO_OPTIONS=$1 LD_PRELOAD=$XPFO_LIB $PROG >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$(cat "$tmp/out")" = 1000 ] || fail "XPFO_OPTIONS=$1: wrong output: $(cat "$tmp/out")"
+}
+header() { grep '^xpfo: stats (pid ' "$tmp/err" | head -1; }
+
+run "stats=1"
+[ $rc -eq 0 ] || fail "stats=1: exit $rc"
+header | grep -q 'revoke=batched, batch=64)' ||
+	fail "stats=1: the defaults are not revoke=batched, batch=64: $(header)"
+grep -q '^xpfo: warning' "$tmp/err" && fail "stats=1 warned: $(cat "$tmp/err")"
+
+run "revoke=eager,batch=16,stats=1"
+header | grep -q 'revoke=eager, batch=16)' || fail "revoke=eager,batch=16 not applied: $(header)"
+
+run "revoke=off,stats=1"
+header | grep -q 'revoke=off' || fail "revoke=off not applied: $(header)"
+grep -q '^xpfo: warning' "$tmp/err" || fail "revoke=off is not warned about"
+
+for bad in "nosuchkey=1" "revoke=sometimes" "batch=abc" "batch=" "stats=maybe" "revoke" ",,,"; do
+	run "$bad,stats=1"
+	[ $rc -eq 0 ] || fail "XPFO_OPTIONS=$bad: exit $rc"
+	n=$(grep -c '^xpfo: warning:' "$tmp/err")
+	case $bad in
+	",,,") [ "$n" -eq 0 ] || fail "XPFO_OPTIONS=$bad: $n warnings for empty items" ;;
+	*) [ "$n" -ge 1 ] || fail "XPFO_OPTIONS=$bad: no 'xpfo: warning:' line" ;;
+	esac
+	header | grep -q 'revoke=batched, batch=64)' ||
+		fail "XPFO_OPTIONS=$bad: defaults not kept: $(header)"
+	grep -v '^xpfo: ' "$tmp/err" | grep . && fail "XPFO_OPTIONS=$bad: unexpected output"
+done
+
+# xpfo-run
+if [ -x "$XPFO_RUN" ]; then
+	"$XPFO_RUN" --help >"$tmp/help" 2>&1 || fail "xpfo-run --help: exit $?"
+	grep -q 'revoke' "$tmp/help" || fail "xpfo-run --help does not document revoke"
+	grep -q 'batch' "$tmp/help" || fail "xpfo-run --help does not document batch"
+	"$XPFO_RUN" --stats -- $PROG >/dev/null 2>"$tmp/err" || fail "xpfo-run --stats -- perl: exit $?"
+	header | grep -q . || fail "xpfo-run --stats printed no report"
+	"$XPFO_RUN" --no-such-flag -- $PROG >/dev/null 2>&1 && fail "xpfo-run accepted an unknown flag"
+else
+	hard_error "xpfo-run not built: $XPFO_RUN"
+fi
+finish
