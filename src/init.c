@@ -31,6 +31,7 @@ static struct tstate *threads;
 static pthread_key_t exit_key;
 static int exit_key_ready, hooks_done;
 static unsigned long vma_limit;
+static int stats_fd = -1;
 
 int pages_init(void);
 void meta_lock_all(void);
@@ -73,6 +74,8 @@ static void init_core(void)
 		if (v)
 			vma_limit = v;
 	}
+	if (opt.stats)
+		stats_fd = os_dup_high(2);
 	g_stats.vma_budget = opt.max_vmas ? opt.max_vmas : vma_limit / 2;
 	if (opt.backend == BACKEND_PKEYS)
 		xpfo_warn("backend=pkeys: not available in this build; using mprotect");
@@ -219,5 +222,5 @@ static void fork_child(void)
 static __attribute__((destructor)) void xpfo_fini(void)
 {
 	if (xpfo_ready && opt.stats)
-		xpfo_stats_print(2);
+		xpfo_stats_print(stats_fd >= 0 ? stats_fd : 2);
 }

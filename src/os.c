@@ -249,6 +249,14 @@ long os_read_file(const char *path, char *buf, size_t n)
 	return (long)got;
 }
 
+int os_dup_high(int fd)
+{
+	int saved = errno;
+	int r = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+	errno = saved;
+	return r;
+}
+
 long os_gettid(void)
 {
 	return syscall(SYS_gettid);

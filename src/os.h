@@ -41,6 +41,9 @@ void os_write(int fd, const char *buf, size_t n);
 /* Read a small file into buf (NUL-terminated); returns bytes or -errno. */
 long os_read_file(const char *path, char *buf, size_t n);
 long os_gettid(void);
+/* A close-on-exec duplicate of fd numbered 100 or more (programs close 2 at
+ * exit, before xpfo's statistics are written), or -1. */
+int os_dup_high(int fd);
 /* Count the lines of /proc/self/maps whose start lies in [lo, hi). */
 long os_count_vmas(uintptr_t lo, uintptr_t hi);
 _Noreturn void os_abort(void);
