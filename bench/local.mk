@@ -1,1 +1,61 @@
-# bench: see Makefile.am
+# bench: allocator benchmarks against glibc, jemalloc and mimalloc.
+# See bench/README.md.  Nothing here runs in `make all`; `make check` only
+# builds xb-work and runs bench/smoke.sh (a seconds-long dry run of the
+# runner that checks the table it writes; no timing assertions).
+#
+#   make bench          whole suite, < 20 min on 2 cores -> bench/results/
+#   make bench-quick    small scale, < 3 min -> bench/results/quick/
+#   make bench-check    quick run compared with bench/results/baseline-quick.json
+#   make bench-baseline quick run written as the new baseline
+
+# Workloads: plain C, never linked to xpfo (it is preloaded like the others).
+check_PROGRAMS += bench/xb-work bench/xb-spawn
+bench_xb_spawn_SOURCES = bench/spawn.c
+bench_xb_work_SOURCES = bench/workloads/main.c bench/workloads/xbw.h \
+	bench/workloads/larson.c bench/workloads/xmalloc.c \
+	bench/workloads/scratch.c bench/workloads/tree.c \
+	bench/workloads/hash.c bench/workloads/frag.c
+bench_xb_work_LDADD = -lpthread
+
+# Micro benchmarks on Google Benchmark: built only by the bench targets.
+bench_micro_common = bench/micro/xb_gbench.cc bench/micro/xb.h
+if HAVE_BENCHMARK
+EXTRA_PROGRAMS += bench/xb-micro bench/xb-micro-xpfo
+bench_micro_progs = bench/xb-micro$(EXEEXT) bench/xb-micro-xpfo$(EXEEXT)
+endif
+# xb-micro: run under each allocator with LD_PRELOAD.
+bench_xb_micro_SOURCES = $(bench_micro_common) bench/micro/alloc.c
+bench_xb_micro_CXXFLAGS = $(BENCHMARK_CFLAGS) $(XPFO_OPT)
+bench_xb_micro_LDADD = $(BENCHMARK_LIBS) -lpthread
+# xb-micro-xpfo: linked to libxpfo, for the counters (revocation ablation).
+bench_xb_micro_xpfo_SOURCES = $(bench_micro_common) bench/micro/xpfo.c
+bench_xb_micro_xpfo_CXXFLAGS = $(BENCHMARK_CFLAGS) $(XPFO_OPT)
+bench_xb_micro_xpfo_LDADD = libxpfo.la $(BENCHMARK_LIBS) -lpthread
+bench_xb_micro_xpfo_LDFLAGS = -no-install
+
+TESTS += bench/smoke.sh
+EXTRA_DIST += bench/README.md bench/run.py bench/smoke.sh \
+	bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
+	bench/programs/sqlite-query.sql
+
+PYTHON3 = python3
+BENCH_RUN = $(PYTHON3) $(abs_top_srcdir)/bench/run.py \
+	--builddir '$(abs_top_builddir)' --srcdir '$(abs_top_srcdir)'
+
+bench-progs: libxpfo.la bench/xb-work$(EXEEXT) bench/xb-spawn$(EXEEXT) $(bench_micro_progs)
+
+bench: bench-progs
+	$(BENCH_RUN) --mode full --out '$(abs_top_srcdir)/bench/results'
+
+bench-quick: bench-progs
+	$(BENCH_RUN) --mode quick --out '$(abs_top_builddir)/bench/results/quick'
+
+bench-check: bench-progs
+	$(BENCH_RUN) --mode quick --out '$(abs_top_builddir)/bench/results/check' \
+		--check '$(abs_top_srcdir)/bench/results/baseline-quick.json'
+
+bench-baseline: bench-progs
+	$(BENCH_RUN) --mode quick --out '$(abs_top_builddir)/bench/results/quick' \
+		--write-baseline '$(abs_top_srcdir)/bench/results/baseline-quick.json'
+
+.PHONY: bench bench-quick bench-check bench-baseline bench-progs
