@@ -1,0 +1,1 @@
+# tests/qemu: the QEMU rig (pkeys tests under an emulated CPU)
