@@ -51,21 +51,24 @@ trap 'exit 99' HUP INT TERM
 #   xpfo: stats (pid 123, backend mprotect, revoke=batched, batch=64)
 #   xpfo:   allocations  N (small N, page runs N), frees N, live N bytes
 #   xpfo:   revocation   queued N runs / N pages, cancelled N pages, revoked N pages
-# stat_reports FILE: how many reports FILE holds; stat_sum KEY FILE: the sum
-# over all reports of allocs, frees or pages_revoked.
+# stat_reports FILE: how many reports FILE holds; stat_max KEY FILE: the
+# largest value of allocs, frees or pages_revoked in one report (a forked
+# child's report includes what its parent counted before the fork, so sums
+# over processes would count twice).
 stat_reports() {
 	grep -c '^xpfo: stats (pid ' "$1"
 }
-stat_sum() {
+stat_max() {
 	awk -v k="$1" '
-		k == "allocs" && /^xpfo: +allocations +[0-9]/ { s += $3 }
+		function see(v) { v += 0; if (v > m) m = v }
+		k == "allocs" && /^xpfo: +allocations +[0-9]/ { see($3) }
 		k == "frees" && /^xpfo: +allocations / {
-			if (match($0, /frees [0-9]+/)) s += substr($0, RSTART + 6, RLENGTH - 6)
+			if (match($0, /frees [0-9]+/)) see(substr($0, RSTART + 6, RLENGTH - 6))
 		}
 		k == "pages_revoked" && /^xpfo: +revocation / {
-			if (match($0, /revoked [0-9]+ pages/)) s += substr($0, RSTART + 8, RLENGTH - 14)
+			if (match($0, /revoked [0-9]+ pages/)) see(substr($0, RSTART + 8, RLENGTH - 14))
 		}
-		END { printf "%.0f\n", s }' "$2"
+		END { printf "%.0f\n", m }' "$2"
 }
 
 # compare_run NAME WORKLOAD [ARGS...]
@@ -105,11 +108,11 @@ compare_run() {
 	if grep -E 'xpfo: (fatal|warning)' "$tmp/$name.xpfo.err" >&2; then
 		fail "$name: xpfo reported a problem (above)"
 	fi
-	allocs=$(stat_sum allocs "$tmp/$name.xpfo.err")
+	allocs=$(stat_max allocs "$tmp/$name.xpfo.err")
 	reports=$(stat_reports "$tmp/$name.xpfo.err")
-	frees=$(stat_sum frees "$tmp/$name.xpfo.err")
-	revoked=$(stat_sum pages_revoked "$tmp/$name.xpfo.err")
-	say "$name: xpfo stats: $reports report(s), allocs $allocs, frees $frees, pages revoked $revoked"
+	frees=$(stat_max frees "$tmp/$name.xpfo.err")
+	revoked=$(stat_max pages_revoked "$tmp/$name.xpfo.err")
+	say "$name: xpfo stats: $reports process report(s); largest: allocs $allocs, frees $frees, pages revoked $revoked"
 	if [ "$reports" -eq 0 ]; then
 		fail "$name: no xpfo stats report at all (did the program close stderr before exiting? XPFO_OPTIONS=stats=1 reports from a destructor on fd 2)"
 		tail -20 "$tmp/$name.xpfo.err" >&2
