@@ -140,6 +140,10 @@ int iso_run_case(const struct iso_case *c, unsigned seconds)
 	}
 	fprintf(stderr, "ok   %s (%s)%s%s\n", c->name, tu_status_str(status),
 		c->want_signal ? ": " : "", c->want_signal ? lines[0] : "");
+	if (!c->want_signal)
+		for (int i = 0; i < nl; i++)
+			if (*lines[i])
+				fprintf(stderr, "       %s\n", lines[i]);
 	return 0;
 }
 

@@ -1,1 +1,29 @@
-# tests/isolation: compartment isolation tests (issue 3)
+# tests/isolation: compartment isolation tests (issue 3).  See
+# tests/isolation/README for what each checks.  All are linked against
+# libxpfo.la (-no-install: real executables, re-executed with XPFO_OPTIONS
+# and run under strace).
+
+iso_sources = tests/isolation/iso.c tests/isolation/iso.h tests/testutil.c tests/testutil.h
+iso_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -DTU_REQUIRE_XPFO=1
+# -fno-builtin: the compiler must not fold or drop malloc/free pairs the
+# tests make on purpose.
+iso_cflags = $(AM_CFLAGS) -fno-builtin
+iso_ldadd = libxpfo.la -lpthread
+iso_ldflags = -no-install
+
+iso_tests = tests/isolation/isolation tests/isolation/vmsplice
+
+check_PROGRAMS += $(iso_tests)
+TESTS += $(iso_tests)
+
+tests_isolation_isolation_SOURCES = tests/isolation/isolation.c $(iso_sources)
+tests_isolation_isolation_CPPFLAGS = $(iso_cppflags)
+tests_isolation_isolation_CFLAGS = $(iso_cflags)
+tests_isolation_isolation_LDADD = $(iso_ldadd)
+tests_isolation_isolation_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_vmsplice_SOURCES = tests/isolation/vmsplice.c $(iso_sources)
+tests_isolation_vmsplice_CPPFLAGS = $(iso_cppflags)
+tests_isolation_vmsplice_CFLAGS = $(iso_cflags)
+tests_isolation_vmsplice_LDADD = $(iso_ldadd)
+tests_isolation_vmsplice_LDFLAGS = $(iso_ldflags)
