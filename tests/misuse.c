@@ -6,15 +6,19 @@
  *   xpfo: fatal: invalid free of <p>: not from the xpfo heap (compartment "root")
  *   xpfo: fatal: invalid free of <p>: interior pointer of the block at <b> (size class <n>) (compartment "root")
  *   xpfo: fatal: realloc of freed pointer <p> (compartment "root")
- * with addresses as printf's %p prints them.  For a page run the size class
- * printed is the run's size in bytes; for a slab block, the block's size
- * class in bytes (= malloc_usable_size of the block).
+ * and the same "invalid realloc of" lines for realloc, and
+ *   xpfo: fatal: sized free of <p> with size <n>: the block has size class <c> ...
+ * for free_sized with a size from another class.  Addresses are printed as
+ * printf's %p prints them.  For a page run the size class printed is the
+ * run's size in bytes; for a slab block, the block's size class in bytes
+ * (= malloc_usable_size of the block).
  *
  * Builds: tests/misuse (linked with libxpfo.la), tests/misuse-plain (run by
- * misuse-preload.sh under LD_PRELOAD).
+ * preload-misuse.sh under LD_PRELOAD).
  */
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -202,6 +206,44 @@ static int realloc_freed(size_t n)
 static int c_realloc_freed_small(void *a) { (void)a; return realloc_freed(40); }
 static int c_realloc_freed_large(void *a) { (void)a; return realloc_freed(300000); }
 
+/* The same checks on realloc's and free_sized's pointers. */
+static int c_realloc_stack(void *a)
+{
+	(void)a;
+	char buf[64];
+	void *p = opaque_ptr(buf + 8);
+	expect("xpfo: fatal: invalid realloc of %p: not from the xpfo heap" ROOT "\n", p);
+	p = realloc(p, 100);
+	return p ? 3 : 4;
+}
+
+static int c_realloc_interior(void *a)
+{
+	(void)a;
+	char *p = malloc(100);
+	memset(p, 1, 100);
+	expect("xpfo: fatal: invalid realloc of %p: interior pointer of the block "
+	       "at %p (size class %zu)" ROOT "\n",
+	       (void *)(p + 16), (void *)p, block_class(p, 0));
+	p = realloc(opaque_ptr(p + 16), 200);
+	return p ? 3 : 4;
+}
+
+static int c_free_sized_wrong(void *a)
+{
+	(void)a;
+	void (*fs)(void *, size_t) =
+		(void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
+	if (!fs)
+		return 97;
+	char *p = malloc(100);
+	memset(p, 1, 100);
+	expect("xpfo: fatal: sized free of %p with size 5000: the block has size "
+	       "class %zu" ROOT "\n", (void *)p, block_class(p, 0));
+	fs(opaque_ptr(p), 5000);
+	return 0;
+}
+
 struct mcase {
 	const char *name;
 	int (*fn)(void *);
@@ -223,6 +265,9 @@ static const struct mcase cases[] = {
 	{ "free of an interior pointer, 100000 B run + 8", c_interior_large_byte },
 	{ "realloc of a freed 40 B block", c_realloc_freed_small },
 	{ "realloc of a freed 300000 B run", c_realloc_freed_large },
+	{ "realloc of a stack address", c_realloc_stack },
+	{ "realloc of an interior pointer", c_realloc_interior },
+	{ "free_sized with a size of another class", c_free_sized_wrong },
 };
 
 struct wrap {

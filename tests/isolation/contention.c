@@ -1,0 +1,422 @@
+/* contention.c - ownership under contention (issue 3, "What must be shown"
+ * 2: I2 under contention).
+ *
+ * Threads (default 3) loop for --seconds (default 10; 3 with XPFO_SKIP_SLOW)
+ * over K compartments (default 4): each round a thread enters a random
+ * compartment X and makes 64 operations on a shared table of blocks:
+ *  - allocate in a random compartment Y with xpfo_malloc_in / xpfo_calloc_in
+ *    / plain malloc (Y = X), small sizes and page runs, and put the block in
+ *    a random slot; the block that was there is freed by this thread, which
+ *    may be inside another compartment than the block's (frees cross
+ *    threads and compartments);
+ *  - transfer a page run to a random compartment;
+ *  - verify a block;
+ *  - xpfo_flush() (in the debug build, the invariant walker runs there).
+ * Blocks allocated in the thread's own compartment are filled with a
+ * pattern unique to the block, and every time a thread inside the block's
+ * compartment holds it, the pattern is checked: a page handed to a second
+ * owner while the first still used it (I1), or handed over before the old
+ * owner's queued revocation was applied and the old owner's writes landed
+ * (I2), shows up as a wrong byte.  Every block's xpfo_owner is checked
+ * against the compartment it was allocated in or transferred to.
+ *
+ * At the end, with every thread out of every compartment, the protections
+ * in /proc/self/maps are checked against the owners: every live block of a
+ * compartment must be inaccessible (---), every live block of root
+ * read-write, and the live byte count must come back to where it started
+ * once everything is freed.
+ */
+#include "iso.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NSLOTS 4096
+#define MAXK 64
+#define SMALL_MAX 16384
+
+struct entry {
+	unsigned char *p;
+	size_t size;
+	int comp;        /* index in comps[]; -1 for root */
+	int filled;      /* pattern written (seed) */
+	uint64_t seed;
+};
+
+static struct slot {
+	pthread_mutex_t lock;
+	struct entry e;
+} slots[NSLOTS];
+
+static xpfo_compartment_t *comps[MAXK];
+static int ncomps = 4, nthreads = 3;
+static double seconds = 10;
+static uint64_t base_seed = 1;
+static volatile int stop;
+
+static struct counters {
+	uint64_t allocs, frees, transfers, verifies, flushes, rounds, bytes_checked;
+} totals;
+static pthread_mutex_t totals_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define TFAIL(...)                                                  \
+	do {                                                        \
+		pthread_mutex_lock(&fail_lock);                     \
+		CHECK(0, __VA_ARGS__);                              \
+		pthread_mutex_unlock(&fail_lock);                   \
+		if (tu_failures > 20)                               \
+			stop = 1;                                   \
+	} while (0)
+
+static xpfo_compartment_t *comp_of(int i)
+{
+	return i < 0 ? xpfo_root() : comps[i];
+}
+
+static const char *name_of(xpfo_compartment_t *c)
+{
+	return c ? xpfo_compartment_name(c) : "(none)";
+}
+
+static struct entry take(int i)
+{
+	pthread_mutex_lock(&slots[i].lock);
+	struct entry e = slots[i].e;
+	slots[i].e.p = NULL;
+	pthread_mutex_unlock(&slots[i].lock);
+	return e;
+}
+
+/* Put e in slot i; returns what was there. */
+static struct entry put(int i, struct entry e)
+{
+	pthread_mutex_lock(&slots[i].lock);
+	struct entry old = slots[i].e;
+	slots[i].e = e;
+	pthread_mutex_unlock(&slots[i].lock);
+	return old;
+}
+
+/* Owner and, when this thread is inside the owner, contents. */
+static void check_entry(const struct entry *e, int here, struct counters *k)
+{
+	xpfo_compartment_t *want = comp_of(e->comp);
+	xpfo_compartment_t *got = xpfo_owner(e->p), *got_end = xpfo_owner(e->p + e->size - 1);
+	if (got != want || got_end != want)
+		TFAIL("block %p (%zu bytes) belongs to \"%s\" (last byte: \"%s\"), expected \"%s\"",
+		      (void *)e->p, e->size, name_of(got), name_of(got_end), name_of(want));
+	if (e->filled && e->comp == here) {
+		size_t off = tu_verify(e->p, e->size, e->seed);
+		k->verifies++;
+		k->bytes_checked += e->size;
+		if (off != (size_t)-1)
+			TFAIL("block %p (%zu bytes, compartment \"%s\"): byte %zu changed while it "
+			      "was live", (void *)e->p, e->size, name_of(want), off);
+	}
+}
+
+static void release(struct entry *e, int here, struct counters *k)
+{
+	if (!e->p)
+		return;
+	check_entry(e, here, k);
+	free(e->p);
+	k->frees++;
+	e->p = NULL;
+}
+
+static size_t pick_size(uint64_t *r)
+{
+	uint64_t x = tu_rand(r);
+	if (x % 10 < 7)
+		return 1 + (size_t)(tu_rand(r) % SMALL_MAX);
+	return SMALL_MAX + 1 + (size_t)(tu_rand(r) % (256u << 10));
+}
+
+static void op_alloc(int here, uint64_t *r, struct counters *k)
+{
+	int y = (tu_rand(r) & 1) ? here : (int)(tu_rand(r) % (uint64_t)ncomps);
+	size_t size = pick_size(r);
+	unsigned how = (unsigned)(tu_rand(r) % 4);
+	unsigned char *p;
+	if (how == 0 && y == here)
+		p = malloc(size);
+	else if (how == 1)
+		p = xpfo_calloc_in(comps[y], 1, size);
+	else
+		p = xpfo_malloc_in(comps[y], size);
+	if (!p) {
+		TFAIL("allocation of %zu bytes in \"%s\": %s", size, name_of(comps[y]),
+		      strerror(errno));
+		return;
+	}
+	k->allocs++;
+	struct entry e = { p, size, y, 0, tu_rand(r) | 1 };
+	if (y == here) {
+		if (how == 1) {
+			for (size_t i = 0; i < size; i++)
+				if (p[i]) {
+					TFAIL("xpfo_calloc_in block %p: byte %zu is %u, not 0",
+					      (void *)p, i, p[i]);
+					break;
+				}
+		}
+		tu_fill(p, size, e.seed);
+		e.filled = 1;
+	}
+	check_entry(&e, here, k);
+	struct entry old = put((int)(tu_rand(r) % NSLOTS), e);
+	release(&old, here, k);
+}
+
+static void op_transfer(int here, uint64_t *r, struct counters *k)
+{
+	int i = (int)(tu_rand(r) % NSLOTS);
+	struct entry e = take(i);
+	if (!e.p)
+		return;
+	check_entry(&e, here, k);
+	if (e.size > SMALL_MAX) {
+		int to = (int)(tu_rand(r) % (uint64_t)ncomps);
+		if (xpfo_transfer(e.p, comps[to]) != 0) {
+			TFAIL("xpfo_transfer(%p, \"%s\"): %s", (void *)e.p, name_of(comps[to]),
+			      strerror(errno));
+		} else {
+			e.comp = to;
+			k->transfers++;
+			check_entry(&e, here, k); /* same bytes, new owner */
+		}
+	} else {
+		errno = 0;
+		if (xpfo_transfer(e.p, comps[0]) != -1 || errno != EINVAL)
+			TFAIL("xpfo_transfer of a %zu-byte block: not EINVAL", e.size);
+	}
+	struct entry old = put(i, e);
+	release(&old, here, k);
+}
+
+static void *worker(void *arg)
+{
+	uint64_t r = base_seed * 0x9E3779B97F4A7C15ULL + (uint64_t)(uintptr_t)arg * 7919 + 1;
+	struct counters k = { 0 };
+	while (!stop) {
+		int here = (int)(tu_rand(&r) % (uint64_t)ncomps);
+		xpfo_compartment_t *prev = xpfo_enter(comps[here]);
+		if (!prev) {
+			TFAIL("xpfo_enter: %s", strerror(errno));
+			break;
+		}
+		if (xpfo_current() != comps[here])
+			TFAIL("xpfo_current is not the compartment entered");
+		for (int j = 0; j < 64 && !stop; j++) {
+			unsigned op = (unsigned)(tu_rand(&r) % 16);
+			if (op < 10) {
+				op_alloc(here, &r, &k);
+			} else if (op < 12) {
+				op_transfer(here, &r, &k);
+			} else if (op < 15) {
+				int i = (int)(tu_rand(&r) % NSLOTS);
+				struct entry e = take(i);
+				if (e.p)
+					check_entry(&e, here, &k);
+				struct entry old = put(i, e);
+				release(&old, here, &k);
+			} else {
+				if (xpfo_flush() != 0)
+					TFAIL("xpfo_flush: %s", strerror(errno));
+				k.flushes++;
+			}
+		}
+		xpfo_leave(prev);
+		if (xpfo_current() != xpfo_root())
+			TFAIL("after xpfo_leave the thread is not in root");
+		k.rounds++;
+		if (k.rounds % 8 == 0) {
+			if (xpfo_flush() != 0)
+				TFAIL("xpfo_flush: %s", strerror(errno));
+			k.flushes++;
+		}
+	}
+	pthread_mutex_lock(&totals_lock);
+	totals.allocs += k.allocs;
+	totals.frees += k.frees;
+	totals.transfers += k.transfers;
+	totals.verifies += k.verifies;
+	totals.flushes += k.flushes;
+	totals.rounds += k.rounds;
+	totals.bytes_checked += k.bytes_checked;
+	pthread_mutex_unlock(&totals_lock);
+	return NULL;
+}
+
+/* ---- protections at rest -------------------------------------------------- */
+
+struct vma {
+	uintptr_t lo, hi;
+	char perms[5];
+};
+static struct vma *vmas;
+static size_t nvmas;
+
+static void read_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		tu_hard_error("/proc/self/maps: %s", strerror(errno));
+	size_t cap = 0;
+	char line[512];
+	nvmas = 0;
+	while (fgets(line, sizeof line, f)) {
+		struct vma v;
+		if (sscanf(line, "%lx-%lx %4s", &v.lo, &v.hi, v.perms) != 3)
+			continue;
+		if (nvmas == cap) {
+			cap = cap ? cap * 2 : 1024;
+			vmas = realloc(vmas, cap * sizeof *vmas);
+			if (!vmas)
+				tu_hard_error("realloc");
+		}
+		vmas[nvmas++] = v;
+	}
+	fclose(f);
+}
+
+static const char *perms_at(uintptr_t a)
+{
+	size_t lo = 0, hi = nvmas;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a < vmas[mid].lo)
+			hi = mid;
+		else if (a >= vmas[mid].hi)
+			lo = mid + 1;
+		else
+			return vmas[mid].perms;
+	}
+	return "none";
+}
+
+static void check_at_rest(void)
+{
+	read_maps();
+	size_t checked = 0, bad = 0;
+	for (int i = 0; i < NSLOTS; i++) {
+		struct entry *e = &slots[i].e;
+		if (!e->p)
+			continue;
+		uintptr_t first = (uintptr_t)e->p, last = first + e->size - 1;
+		for (uintptr_t a = first & ~(uintptr_t)4095; a <= last; a += 4096) {
+			const char *pm = perms_at(a);
+			bool ok = e->comp < 0 ? !strncmp(pm, "rw", 2) : !strncmp(pm, "---", 3);
+			checked++;
+			if (!ok && bad++ < 5)
+				CHECK(0, "at rest: page %#lx of a live block of \"%s\" is %s",
+				      (unsigned long)a, name_of(comp_of(e->comp)), pm);
+		}
+	}
+	CHECK(bad == 0, "at rest: %zu of %zu pages of live blocks have the wrong protection", bad,
+	      checked);
+	fprintf(stderr, "     at rest: %zu pages of live blocks checked against /proc/self/maps, "
+			"%zu wrong\n", checked, bad);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: contention [--threads N] [--seconds S] [--compartments K] "
+			"[--seed N]\n");
+	exit(99);
+}
+
+int main(int argc, char **argv)
+{
+	tu_prog = "contention";
+	if (iso_skip_slow())
+		seconds = 3;
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 >= argc)
+			usage();
+		if (!strcmp(argv[i], "--threads"))
+			nthreads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--seconds"))
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--compartments"))
+			ncomps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--seed"))
+			base_seed = strtoull(argv[++i], NULL, 10);
+		else
+			usage();
+	}
+	if (nthreads < 2 || nthreads > 64 || ncomps < 2 || ncomps > MAXK || seconds <= 0)
+		usage();
+	tu_xpfo_init(1);
+	iso_stdio_warmup();
+	tu_timeout((unsigned)seconds + 120);
+	for (int i = 0; i < NSLOTS; i++)
+		pthread_mutex_init(&slots[i].lock, NULL);
+	for (int i = 0; i < ncomps; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "c%d", i);
+		comps[i] = xpfo_compartment_create(name, 0);
+		if (!comps[i])
+			tu_hard_error("xpfo_compartment_create: %s", strerror(errno));
+	}
+	xpfo_flush();
+	struct xpfo_stats s0, s1, s2;
+	tu_stats(&s0);
+	fprintf(stderr, "%d threads, %d compartments, %.1f s, seed %llu\n", nthreads, ncomps,
+		seconds, (unsigned long long)base_seed);
+
+	pthread_t th[64];
+	for (int i = 0; i < nthreads; i++)
+		if (pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i))
+			tu_hard_error("pthread_create");
+	struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+	nanosleep(&ts, NULL);
+	stop = 1;
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+
+	CHECK(xpfo_flush() == 0, "xpfo_flush");
+	tu_stats(&s1);
+	check_at_rest();
+	/* free everything from root (closed compartments' blocks included) */
+	struct counters k = { 0 };
+	for (int i = 0; i < NSLOTS; i++) {
+		struct entry e = take(i);
+		release(&e, -1, &k);
+	}
+	CHECK(xpfo_flush() == 0, "xpfo_flush");
+	tu_stats(&s2);
+	CHECK(s2.live_bytes == s0.live_bytes, "live_bytes %llu after freeing everything, %llu "
+		"before", (unsigned long long)s2.live_bytes, (unsigned long long)s0.live_bytes);
+	CHECK(s2.violations == 0, "%llu violations", (unsigned long long)s2.violations);
+	CHECK(totals.rounds > 0 && totals.allocs > 1000 && totals.transfers > 0,
+	      "the workload did too little: %llu rounds, %llu allocations, %llu transfers",
+	      (unsigned long long)totals.rounds, (unsigned long long)totals.allocs,
+	      (unsigned long long)totals.transfers);
+	fprintf(stderr, "     %llu rounds, %llu allocations, %llu frees, %llu transfers, %llu blocks "
+			"verified (%llu MiB), %llu explicit flushes\n",
+		(unsigned long long)totals.rounds, (unsigned long long)totals.allocs,
+		(unsigned long long)totals.frees, (unsigned long long)totals.transfers,
+		(unsigned long long)totals.verifies,
+		(unsigned long long)(totals.bytes_checked >> 20), (unsigned long long)totals.flushes);
+	fprintf(stderr, "     xpfo: %llu flushes (%llu explicit, %llu at enter/leave, %llu for "
+			"reuse, %llu full), %llu revocation syscalls, %llu pages revoked, %llu "
+			"opens, %llu closes, %llu transfers, %llu VMAs\n",
+		(unsigned long long)(s1.flushes - s0.flushes),
+		(unsigned long long)(s1.flush_explicit - s0.flush_explicit),
+		(unsigned long long)(s1.flush_switch - s0.flush_switch),
+		(unsigned long long)(s1.flush_reuse - s0.flush_reuse),
+		(unsigned long long)(s1.flush_full - s0.flush_full),
+		(unsigned long long)(s1.revoke_syscalls - s0.revoke_syscalls),
+		(unsigned long long)(s1.pages_revoked - s0.pages_revoked),
+		(unsigned long long)(s1.compartment_opens - s0.compartment_opens),
+		(unsigned long long)(s1.compartment_closes - s0.compartment_closes),
+		(unsigned long long)(s1.transfers - s0.transfers), (unsigned long long)s1.vmas);
+	tu_exit();
+}
