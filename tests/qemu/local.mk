@@ -1,1 +1,56 @@
-# tests/qemu: the QEMU rig (pkeys tests under an emulated CPU)
+# tests/qemu: the QEMU rig.  This machine's CPU has no protection keys, so
+# pkey code is tested in a guest whose emulated CPU has them (QEMU TCG,
+# -cpu max).  tests/qemu/run.sh boots Debian's kernel once with an
+# initramfs of busybox-static and statically linked test programs; see
+# tests/qemu/README.
+#
+# To run a test program in the guest: build it statically (LDFLAGS
+# -all-static, libtool's spelling of -static that also takes libxpfo.la's
+# .libs/libxpfo.a), list it in check_PROGRAMS, and append it to
+# QEMU_TEST_BINARIES (after this file is included, or here):
+#
+#   check_PROGRAMS += tests/foo-static
+#   tests_foo_static_SOURCES = tests/foo.c $(tests_common)
+#   tests_foo_static_LDADD = libxpfo.la -lpthread
+#   tests_foo_static_LDFLAGS = -all-static
+#   QEMU_TEST_BINARIES += tests/foo-static$(EXEEXT)
+#
+# Every program listed runs in the same single boot of
+# tests/qemu/pkeys-rig.sh (exit 0 pass, 77 skip, else fail).
+
+# The arch/ unit test (pure PKRU/POR_EL0 encodings, siginfo layout, probe,
+# arch_fault_is_write): on the host, and in the guest where keys work.
+check_PROGRAMS += tests/qemu/arch-unit
+tests_qemu_arch_unit_SOURCES = tests/qemu/arch-unit.c
+tests_qemu_arch_unit_LDFLAGS = -all-static
+
+# The pkeys facts test: SKIP (77) on a host without keys, PASS in the guest.
+check_PROGRAMS += tests/qemu/pkeys-fault
+tests_qemu_pkeys_fault_SOURCES = tests/qemu/pkeys-fault.c
+tests_qemu_pkeys_fault_LDADD = -lpthread
+tests_qemu_pkeys_fault_LDFLAGS = -all-static
+
+# An allocator test linked statically with libxpfo (.libs/libxpfo.a).
+check_PROGRAMS += tests/qemu/alloc-smoke
+tests_qemu_alloc_smoke_SOURCES = tests/qemu/alloc-smoke.c
+tests_qemu_alloc_smoke_CFLAGS = $(AM_CFLAGS) -fno-builtin
+tests_qemu_alloc_smoke_LDADD = libxpfo.la -lpthread
+tests_qemu_alloc_smoke_LDFLAGS = -all-static
+
+# The programs of the one boot, relative to the build directory.
+QEMU_TEST_BINARIES = tests/qemu/arch-unit$(EXEEXT) \
+	tests/qemu/pkeys-fault$(EXEEXT) tests/qemu/alloc-smoke$(EXEEXT)
+AM_TESTS_ENVIRONMENT += \
+	QEMU_TEST_BINARIES='$(QEMU_TEST_BINARIES)'; export QEMU_TEST_BINARIES;
+
+TESTS += tests/qemu/arch-unit tests/qemu/pkeys-fault tests/qemu/arch-arm64.sh \
+	tests/qemu/pkeys-rig.sh
+EXTRA_DIST += tests/qemu/README tests/qemu/run.sh tests/qemu/pkeys-rig.sh \
+	tests/qemu/arch-arm64.sh
+
+# make check-qemu: only the boot (QEMU_FLAGS go to run.sh, e.g.
+# QEMU_FLAGS='--variant XPFO_OPTIONS=backend=pkeys --keep-log /tmp/log').
+.PHONY: check-qemu
+check-qemu: $(QEMU_TEST_BINARIES)
+	cd $(top_builddir) && $(SHELL) $(abs_top_srcdir)/tests/qemu/run.sh \
+		$(QEMU_FLAGS) $(QEMU_TEST_BINARIES)

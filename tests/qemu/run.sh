@@ -271,7 +271,7 @@ tr -d '\r' <"$log.raw" >"$log"
 [ -z "$keep" ] || cp "$log" "$keep"
 
 tail_log() { tail -n 30 "$log" | sed 's/^/#   /'; }
-echo "# boot: $(sed -n 's/^XPFO-QEMU: BOOT //p' "$log" | head -n 1) kernel=${kernel##*/}"
+echo "# guest: $(sed -n 's/.*XPFO-QEMU: BOOT //p' "$log" | head -n 1) image=${kernel##*/}"
 if [ $qrc = 124 ]; then
 	echo "ERROR: ${prefix}boot (timeout after $timeout_s s); console tail:"
 	tail_log
