@@ -61,8 +61,84 @@ static struct slab_list_head *list_of(struct theap *h, struct slab *s)
 }
 
 /* ---- slots -------------------------------------------------------------- */
-static inline void *slab_take(struct slab *s)
+
+/* The byte freed small slots are filled with (zero_on_free, junk). */
+static inline int free_fill(void) { return opt.junk ? 0xdf : 0; }
+
+/* Hardening reads and writes slots (canaries, fills).  A slot of a
+ * compartment the calling thread is not inside may be closed right now
+ * (mprotect backend): then its pages are opened for the moment, under the
+ * compartment's lock so no enter or leave interleaves. */
+struct touch {
+	struct xpfo_compartment *c;
+	uintptr_t a;
+	size_t len;
+	bool opened;
+};
+
+static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n)
 {
+	x->c = NULL;
+	x->opened = false;
+	struct xpfo_compartment *c = comp_table[owner];
+	if (!c || c == &comp_root || opt.revoke == REVOKE_OFF || (t->depth && t->heap->comp == c &&
+								   !t->borrowed))
+		return;
+	pthread_mutex_lock(&c->lock);
+	x->c = c;
+	if (c->open)
+		return;
+	x->a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
+	x->len = align_up((uintptr_t)p + n, PAGE_SIZE) - x->a;
+	if (os_protect((void *)x->a, x->len, OS_RW))
+		xpfo_fatal("cannot open a page of compartment \"%s\" to check a slot", c->name);
+	x->opened = true;
+}
+
+static void touch_end(struct touch *x)
+{
+	if (x->opened) {
+		os_protect((void *)x->a, x->len, OS_NONE);
+		stat_inc(grant_syscalls);
+		stat_inc(revoke_syscalls);
+	}
+	if (x->c)
+		pthread_mutex_unlock(&x->c->lock);
+}
+
+void heap_zero_in(uint16_t owner, void *p, size_t n)
+{
+	struct touch x;
+	touch_begin(&x, tstate_get(), owner, p, n);
+	memset(p, 0, n);
+	touch_end(&x);
+}
+
+static inline void *slot_addr(const struct slab *s, unsigned i)
+{
+	return (void *)(s->base + (size_t)i * classes[s->cls].size);
+}
+
+static inline void *slab_take(struct tstate *t, struct slab *s)
+{
+	if (opt.random_slots) {
+		/* a random word with a free slot, then a random free bit in it */
+		unsigned nw = (unsigned)(s->nslots + 63) / 64;
+		unsigned w0 = nw > 1 ? rng_byte(&t->rng) % nw : 0;
+		for (unsigned k = 0; k < nw; k++) {
+			unsigned w = w0 + k < nw ? w0 + k : w0 + k - nw;
+			uint64_t f = ~s->used[w];
+			if (!f)
+				continue;
+			unsigned r = rng_byte(&t->rng) & 63;
+			uint64_t rot = r ? (f >> r) | (f << (64 - r)) : f;
+			unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
+			st(&s->used[w], s->used[w] | (1ull << b));
+			s->nused++;
+			return slot_addr(s, w * 64 + b);
+		}
+		return NULL;
+	}
 	for (uint32_t w = s->cursor; w < SLAB_WORDS; w++) {
 		uint64_t u = s->used[w];
 		if (~u) {
@@ -70,7 +146,7 @@ static inline void *slab_take(struct slab *s)
 			st(&s->used[w], u | (1ull << b));
 			s->nused++;
 			s->cursor = w;
-			return (void *)(s->base + (size_t)(w * 64 + b) * classes[s->cls].size);
+			return slot_addr(s, w * 64 + b);
 		}
 	}
 	s->cursor = SLAB_WORDS;
@@ -99,13 +175,14 @@ static bool slab_collect(struct slab *s)
 /* The slab's slots are all free: its pages go back through the gather. */
 static void slab_retire(struct tstate *t, struct slab *s)
 {
-	size_t np = classes[s->cls].npages;
+	size_t np = classes[s->cls].npages + s->guard;
+	unsigned flags = s->guard ? RF_GUARDED : 0;
 	uintptr_t base = s->base;
 	uint16_t owner = s->owner;
 	pthread_mutex_lock(&heap_lock);
 	slab_meta_free(s);
 	pthread_mutex_unlock(&heap_lock);
-	revoke_add(t, base, np, owner, RK_RUN);
+	revoke_add(t, base, np, owner, RK_RUN, flags);
 }
 
 /* ---- page runs ---------------------------------------------------------- */
@@ -115,33 +192,41 @@ static void slab_retire(struct tstate *t, struct slab *s)
  * back for its next slab (or revokes with the batch). */
 #define GRANT_CHUNK 16
 
-/* A run of npages for compartment c: first one this thread queued for
+/* A run of npages for compartment c in segments of `tag`, followed by an
+ * inaccessible guard page if `guard`: first one this thread queued for
  * revocation itself (no syscall: ownership never changed), else free pages
  * from the allocator, granted.  *clean: known to be zero. */
 static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
-			 size_t align_pages, bool *clean)
+			 size_t align_pages, bool guard, unsigned tag, bool *clean)
 {
-	uintptr_t a = revoke_cancel(t, npages, align_pages, c->id, RK_RUN);
+	size_t total = npages + guard;
+	uintptr_t a = revoke_cancel(t, total, align_pages, c->id, RK_RUN, guard ? RF_GUARDED : 0);
 	if (a) {
 		*clean = false;
+		if (guard)
+			pages_set_run(a + (npages << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), c->id);
 		return a;
 	}
-	size_t take = npages < GRANT_CHUNK && align_pages == 1 ? GRANT_CHUNK : npages;
-	a = pages_alloc(c, take, align_pages, clean);
-	if (!a && take != npages)
-		a = pages_alloc(c, take = npages, align_pages, clean);
+	/* a whole number of runs, so the spare fits this thread's next one */
+	size_t take = !guard && npages < GRANT_CHUNK && align_pages == 1
+			      ? npages * (GRANT_CHUNK / npages) : total;
+	a = pages_alloc(c, take, align_pages, tag, clean);
+	if (!a && take != total)
+		a = pages_alloc(c, take = total, align_pages, tag, clean);
 	if (!a && t->g.live) {
 		revoke_flush(t, FR_REUSE);
-		a = pages_alloc(c, take = npages, align_pages, clean);
+		a = pages_alloc(c, take = total, align_pages, tag, clean);
 	}
 	if (!a)
 		return 0;
-	if (grant(c, a, take << PAGE_SHIFT)) {
-		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0 };
+	if (grant(c, a, (take - guard) << PAGE_SHIFT)) {
+		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		pages_release(&r, 1);
 		return 0;
 	}
-	if (take > npages)
+	if (guard)
+		pages_set_run(a + (npages << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), c->id);
+	else if (take > npages)
 		revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages, c->id);
 	return a;
 }
@@ -150,23 +235,29 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 {
 	const struct size_class *k = &classes[cls];
 	bool clean;
-	uintptr_t a = run_get(t, h->comp, k->npages, 1, &clean);
+	bool guard = opt.guard_slabs && h->nslabs++ % opt.guard_slabs == 0;
+	uintptr_t a = run_get(t, h->comp, k->npages, 1, guard, cls, &clean);
 	if (!a)
 		return NULL;
 	pthread_mutex_lock(&heap_lock);
 	struct slab *s = slab_meta_new();
 	pthread_mutex_unlock(&heap_lock);
 	if (!s) {
-		revoke_add(t, a, k->npages, h->comp->id, RK_RUN);
+		revoke_add(t, a, k->npages + guard, h->comp->id, RK_RUN, guard ? RF_GUARDED : 0);
 		return NULL;
 	}
 	s->base = a;
 	s->cls = (uint16_t)cls;
 	s->nslots = k->nslots;
 	s->owner = h->comp->id;
+	s->guard = guard;
+	s->canary = rng_u64(&t->rng) & ~(uint64_t)0xff; /* its first byte is zero */
 	/* slots past the end count as used, so the search never finds them */
 	for (unsigned w = k->nslots / 64; w < SLAB_WORDS; w++)
 		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
+	/* the write-after-free check expects every free slot to hold the fill */
+	if (opt.waf_check && (!clean || free_fill()))
+		memset((void *)a, free_fill(), (size_t)k->npages << PAGE_SHIFT);
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
 	pages_set_run(a, k->npages, PG_MAKE(PG_SLAB, s->id), s->owner);
 	return s;
@@ -218,7 +309,7 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 	struct slab *s = h->cur[cls];
 	if (s) {
 		if (slab_collect(s)) {
-			void *p = slab_take(s);
+			void *p = slab_take(t, s);
 			if (p)
 				return p;
 		}
@@ -237,7 +328,7 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 		}
 		s->list = SL_CUR;
 		h->cur[cls] = s;
-		void *p = slab_take(s);
+		void *p = slab_take(t, s);
 		if (p)
 			return p;
 		/* an adopted slab with no free slot */
@@ -246,17 +337,47 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 	}
 }
 
+static __attribute__((noinline, cold)) void waf_fatal(void *p, size_t off, unsigned cls)
+{
+	struct tstate *t = tl_state;
+	xpfo_fatal("write after free of %p (byte %z of the block, size class %u) (compartment \"%s\")",
+		   p, off, (unsigned long)classes[cls].size, t ? t->heap->comp->name : "root");
+}
+
+/* Hardening work on a slot being handed out (t->hard says some is on). */
+static __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, void *p)
+{
+	size_t size = classes[s->cls].size, user = size - canary_bytes;
+	struct touch x;
+	touch_begin(&x, t, s->owner, p, size);
+	if (opt.waf_check) {
+		const unsigned char *b = p;
+		unsigned char f = (unsigned char)free_fill();
+		for (size_t i = 0; i < user; i++)
+			if (b[i] != f)
+				waf_fatal(p, i, s->cls);
+	}
+	if (opt.junk)
+		memset(p, 0xdb, user);
+	if (canary_bytes)
+		memcpy((char *)p + user, &s->canary, sizeof s->canary);
+	touch_end(&x);
+}
+
 static inline void *small_alloc(struct tstate *t, unsigned cls)
 {
 	struct theap *h = t->heap;
 	struct slab *s = h->cur[cls];
-	void *p = likely(s != NULL) ? slab_take(s) : NULL;
+	void *p = likely(s != NULL) ? slab_take(t, s) : NULL;
 	if (unlikely(!p)) {
 		p = small_refill(t, h, cls);
 		if (!p)
 			return NULL;
+		s = h->cur[cls];
 	}
 	t->st.allocs[cls]++;
+	if (t->hard)
+		slot_prepare(t, s, p);
 	return p;
 }
 
@@ -268,19 +389,28 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 		return NULL;
 	}
 	size_t np = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
+	bool guard = opt.guard_large;
 	bool clean;
 	uintptr_t a;
 	if (size > LARGE_MAX || align > SEG_SIZE / 4) {
-		a = revoke_cancel(t, np, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id, RK_HUGE);
+		/* whole segments; with guard_large one more page, so the rest of
+		 * the last segment always leaves an inaccessible page behind it */
+		size_t span = np + guard;
+		a = revoke_cancel(t, np, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id, RK_HUGE, 0);
 		clean = false;
 		if (!a) {
-			a = huge_alloc(c, np, align, &clean);
+			a = huge_alloc(c, span, align, &clean);
 			if (!a && t->g.live) {
 				revoke_flush(t, FR_REUSE);
-				a = huge_alloc(c, np, align, &clean);
+				a = huge_alloc(c, span, align, &clean);
+			}
+			if (a && guard) {
+				/* the guard page is never mapped: not counted */
+				stat_sub(mapped_pages, 1);
+				stat_sub(resident_pages, 1);
 			}
 			if (a && grant(c, a, np << PAGE_SHIFT)) {
-				struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0 };
+				struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 				seg_of(a)->releasing = 1;
 				pages_release(&r, 1);
 				a = 0;
@@ -292,7 +422,7 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 		}
 	} else {
 		size_t ap = align > PAGE_SIZE ? align >> PAGE_SHIFT : 1;
-		a = run_get(t, c, np, ap, &clean);
+		a = run_get(t, c, np, ap, guard, TAG_LARGE, &clean);
 		if (a)
 			pages_set_run(a, np, PG_MAKE(PG_LARGE, np), c->id);
 	}
@@ -309,8 +439,8 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 
 void *heap_malloc(struct tstate *t, size_t size)
 {
-	if (likely(size <= SMALL_MAX))
-		return small_alloc(t, size_to_class(size));
+	if (likely(size <= SMALL_MAX - canary_bytes))
+		return small_alloc(t, size_to_class(size + canary_bytes));
 	return large_alloc(t, size, PAGE_SIZE, false);
 }
 
@@ -321,8 +451,8 @@ void *heap_calloc(struct tstate *t, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (total <= SMALL_MAX) {
-		void *p = small_alloc(t, size_to_class(total));
+	if (total <= SMALL_MAX - canary_bytes) {
+		void *p = small_alloc(t, size_to_class(total + canary_bytes));
 		if (p)
 			memset(p, 0, total);
 		return p;
@@ -334,10 +464,10 @@ void *heap_aligned(struct tstate *t, size_t align, size_t size)
 {
 	if (align <= 16)
 		return heap_malloc(t, size);
-	if (size <= SMALL_MAX && align <= PAGE_SIZE) {
+	if (size <= SMALL_MAX - canary_bytes && align <= PAGE_SIZE) {
 		/* slab bases are page aligned: a class whose size is a multiple
 		 * of align has every slot aligned */
-		unsigned c = size_to_class(size);
+		unsigned c = size_to_class(size + canary_bytes);
 		while (classes[c].size % align)
 			c++;
 		return small_alloc(t, c);
@@ -352,8 +482,10 @@ enum blk_kind { BK_SMALL, BK_LARGE, BK_HUGE };
 struct blk {
 	enum blk_kind kind;
 	uintptr_t base;      /* block start (interior: the block's start) */
-	size_t usable;
+	size_t usable;       /* bytes the program may use */
+	size_t span;         /* bytes the block takes: slot size, or pages */
 	uint16_t owner;
+	uint8_t guarded;     /* page run followed by its guard page */
 	struct slab *s;
 	struct segment *seg;
 	uint32_t slot;
@@ -361,6 +493,7 @@ struct blk {
 
 static enum blk_status classify(uintptr_t a, struct blk *b)
 {
+	b->guarded = 0;
 	if (!in_heap(a))
 		return BLK_FOREIGN;
 	struct segment *sg = seg_of(a);
@@ -369,11 +502,12 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 	uint8_t kind = __atomic_load_n(&sg->kind, __ATOMIC_ACQUIRE);
 	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL) {
 		struct segment *head = kind == SEG_HUGE ? sg : sg - sg->nsegs;
-		uintptr_t base = heap_base + ((size_t)(head - seg_table) << SEG_SHIFT);
+		uintptr_t base = seg_addr(head);
 		b->kind = BK_HUGE;
 		b->seg = head;
 		b->base = base;
-		b->usable = (size_t)head->huge_pages << PAGE_SHIFT;
+		b->owner = head->owner;
+		b->usable = b->span = (size_t)head->huge_pages << PAGE_SHIFT;
 		if (__atomic_load_n(&head->releasing, __ATOMIC_ACQUIRE))
 			return a == base ? BLK_FREED : BLK_NOT_BLOCK;
 		return a == base ? BLK_OK : BLK_INTERIOR;
@@ -394,14 +528,15 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 		b->s = s;
 		b->slot = i;
 		b->owner = s->owner;
-		b->usable = k->size;
+		b->span = k->size;
+		b->usable = k->size - canary_bytes;
 		b->base = s->base + (uintptr_t)i * k->size;
 		if (i >= s->nslots)
 			return BLK_NOT_BLOCK;
 		if (b->base != a)
 			return BLK_INTERIOR;
 		uint64_t bit = 1ull << (i % 64);
-		if (!(ld(&s->used[i / 64]) & bit) || (ld(&s->remote[i / 64]) & bit))
+		if (!(ld(&s->used[i / 64]) & bit) || ((ld(&s->remote[i / 64]) | ld(&s->quar[i / 64])) & bit))
 			return BLK_FREED;
 		return BLK_OK;
 	}
@@ -411,20 +546,26 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 		b->owner = page_owner(sg, head);
 		b->kind = BK_LARGE;
 		b->base = head;
-		b->usable = (size_t)PG_VAL(he) << PAGE_SHIFT;
+		b->usable = b->span = (size_t)PG_VAL(he) << PAGE_SHIFT;
 		return PG_TYPE(he) == PG_LARGE ? BLK_INTERIOR : BLK_NOT_BLOCK;
 	}
-	case PG_LARGE:
+	case PG_LARGE: {
 		b->owner = page_owner(sg, page);
 		b->kind = BK_LARGE;
 		b->base = page;
-		b->usable = (size_t)PG_VAL(e) << PAGE_SHIFT;
+		b->usable = b->span = (size_t)PG_VAL(e) << PAGE_SHIFT;
+		uintptr_t end = page + b->span;
+		if ((end & (SEG_SIZE - 1)) && PG_TYPE(page_entry(sg, end)) == PG_GUARD) {
+			b->guarded = 1;
+			b->span += PAGE_SIZE;
+		}
 		return a == page ? BLK_OK : BLK_INTERIOR;
-	default: /* PG_FREE, PG_PENDING, PG_QUAR */
+	}
+	default: /* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD */
 		b->kind = BK_LARGE;
 		b->base = page;
-		b->usable = (size_t)PG_VAL(e) << PAGE_SHIFT;
-		return a == page ? BLK_FREED : BLK_NOT_BLOCK;
+		b->usable = b->span = (size_t)PG_VAL(e) << PAGE_SHIFT;
+		return a == page && PG_TYPE(e) != PG_GUARD ? BLK_FREED : BLK_NOT_BLOCK;
 	}
 }
 
@@ -440,24 +581,44 @@ misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk *b)
 			xpfo_fatal("realloc of freed pointer %p (compartment \"%s\")", (void *)a, cn);
 		xpfo_fatal("double free of %p (compartment \"%s\")", (void *)a, cn);
 	case BLK_FOREIGN:
+		if (meta_owns((void *)a))
+			xpfo_fatal("invalid %s of %p: points into xpfo's metadata (compartment \"%s\")",
+				   what, (void *)a, cn);
 		xpfo_fatal("invalid %s of %p: not from the xpfo heap (compartment \"%s\")", what,
 			   (void *)a, cn);
 	case BLK_INTERIOR:
 		xpfo_fatal("invalid %s of %p: interior pointer of the block at %p (size class %z) "
-			   "(compartment \"%s\")", what, (void *)a, (void *)b->base, b->usable, cn);
+			   "(compartment \"%s\")", what, (void *)a, (void *)b->base, b->span, cn);
 	default:
 		xpfo_fatal("invalid %s of %p: not an allocated block (compartment \"%s\")", what,
 			   (void *)a, cn);
 	}
 }
 
-static void free_small_remote(struct tstate *t, struct slab *s, uint32_t i)
+static __attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls)
+{
+	struct tstate *t = tl_state;
+	xpfo_fatal("canary of %p (size class %u) corrupted: buffer overflow (compartment \"%s\")", p,
+		   (unsigned long)classes[cls].size, t ? t->heap->comp->name : "root");
+}
+
+static inline void canary_check(const struct slab *s, void *p)
+{
+	uint64_t c;
+	memcpy(&c, (char *)p + classes[s->cls].size - canary_bytes, sizeof c);
+	if (unlikely(c != s->canary))
+		canary_fatal(p, s->cls);
+}
+
+/* Give slot i back: to the heap that allocates from its slab, or to the
+ * slab's remote bits. */
+static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 {
 	uint64_t bit = 1ull << (i % 64);
 	uint64_t old = __atomic_fetch_or(&s->remote[i / 64], bit, __ATOMIC_RELEASE);
 	if (old & bit) {
 		struct blk b = { .owner = s->owner };
-		misuse("free", s->base + (uintptr_t)i * classes[s->cls].size, BLK_FREED, &b);
+		misuse("free", (uintptr_t)slot_addr(s, i), BLK_FREED, &b);
 	}
 	t->st.frees[s->cls]++;
 	struct theap *h = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
@@ -500,6 +661,109 @@ static void free_small_remote(struct tstate *t, struct slab *s, uint32_t i)
 		slab_retire(t, s);
 }
 
+/* Slot i of s, owned by the calling thread's current heap: clear its bit. */
+static inline void slot_release_local(struct tstate *t, struct theap *h, struct slab *s, uint32_t i)
+{
+	uint32_t w = i / 64;
+	st(&s->used[w], s->used[w] & ~(1ull << (i % 64)));
+	s->nused--;
+	if (w < s->cursor)
+		s->cursor = w;
+	t->st.frees[s->cls]++;
+	if (unlikely(s->list != SL_CUR)) {
+		if (s->list == SL_FULL) {
+			list_del(&h->full[s->cls], s);
+			list_push(&h->partial[s->cls], s, SL_PARTIAL);
+		}
+		if (s->nused == 0) {
+			list_del(&h->partial[s->cls], s);
+			slab_retire(t, s);
+		}
+	}
+}
+
+static void slot_release(struct tstate *t, struct slab *s, uint32_t i)
+{
+	if (s->heap == t->heap)
+		slot_release_local(t, t->heap, s, i);
+	else
+		slot_release_remote(t, s, i);
+}
+
+/* Out of the quarantine: check it was not written, then really free it. */
+static void quarantine_evict(struct tstate *t, void *p)
+{
+	struct segment *sg = seg_of((uintptr_t)p);
+	struct slab *s = &slab_table[PG_VAL(page_entry(sg, (uintptr_t)p))];
+	const struct size_class *k = &classes[s->cls];
+	uint32_t i = (uint32_t)((((uintptr_t)p - s->base) * k->recip) >> 32);
+	if (opt.waf_check) {
+		struct touch x;
+		touch_begin(&x, t, s->owner, p, k->size);
+		const unsigned char *b = p;
+		unsigned char f = (unsigned char)free_fill();
+		for (size_t j = 0; j < k->size - canary_bytes; j++)
+			if (b[j] != f)
+				waf_fatal(p, j, s->cls);
+		touch_end(&x);
+	}
+	__atomic_fetch_and(&s->quar[i / 64], ~(1ull << (i % 64)), __ATOMIC_RELAXED);
+	slot_release(t, s, i);
+}
+
+/* A freed slot waits: a random one of those waiting takes its turn out. */
+static void quarantine_push(struct tstate *t, struct slab *s, uint32_t i, void *p)
+{
+	uint64_t bit = 1ull << (i % 64);
+	if (__atomic_fetch_or(&s->quar[i / 64], bit, __ATOMIC_ACQ_REL) & bit) {
+		struct blk b = { .owner = s->owner };
+		misuse("free", (uintptr_t)p, BLK_FREED, &b);
+	}
+	struct quarantine *q = &t->q;
+	if (!q->slot) {
+		q->slot = meta_alloc(opt.quarantine * sizeof *q->slot);
+		if (!q->slot) {
+			quarantine_evict(t, p);
+			return;
+		}
+	}
+	if (q->n < opt.quarantine) {
+		q->slot[q->n++] = p;
+		return;
+	}
+	unsigned r = (unsigned)(rng_u64(&t->rng) % q->n);
+	void *out = q->slot[r];
+	q->slot[r] = p;
+	quarantine_evict(t, out);
+}
+
+void heap_quarantine_drain(struct tstate *t)
+{
+	struct quarantine *q = &t->q;
+	while (q->n)
+		quarantine_evict(t, q->slot[--q->n]);
+	revoke_quarantine_drain(t);
+}
+
+/* The hardening part of freeing a small slot; true when the slot went to
+ * the quarantine instead of being released. */
+static __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab *s, uint32_t i,
+						   void *p)
+{
+	struct touch x;
+	touch_begin(&x, t, s->owner, p, classes[s->cls].size);
+	if (canary_bytes)
+		canary_check(s, p);
+	if (opt.zero_on_free || opt.junk)
+		memset(p, free_fill(), classes[s->cls].size - canary_bytes);
+	touch_end(&x);
+	if (opt.quarantine) {
+		quarantine_push(t, s, i, p);
+		return true;
+	}
+	return false;
+}
+
 static void free_slow(struct tstate *t, uintptr_t a, const char *what)
 {
 	struct blk b;
@@ -507,12 +771,15 @@ static void free_slow(struct tstate *t, uintptr_t a, const char *what)
 	if (stt != BLK_OK)
 		misuse(what, a, stt, &b);
 	if (b.kind == BK_SMALL) {
-		free_small_remote(t, b.s, b.slot);
+		if (slot_on_free(t, b.s, b.slot, (void *)a))
+			return;
+		slot_release(t, b.s, b.slot);
 		return;
 	}
 	t->st.frees[LARGE_CLASS]++;
 	stat_sub(large_live_bytes, b.usable);
-	revoke_add(t, b.base, b.usable >> PAGE_SHIFT, b.owner, b.kind == BK_HUGE ? RK_HUGE : RK_RUN);
+	revoke_add(t, b.base, b.span >> PAGE_SHIFT, b.owner, b.kind == BK_HUGE ? RK_HUGE : RK_RUN,
+		   b.guarded ? RF_GUARDED : 0);
 }
 
 void heap_free(void *p)
@@ -530,26 +797,15 @@ void heap_free(void *p)
 			struct theap *h = t->heap;
 			if (likely(i * k->size == off && i < s->nslots && s->heap == h)) {
 				uint32_t w = i / 64;
-				uint64_t bit = 1ull << (i % 64), u = s->used[w];
-				if (unlikely(!(u & bit) || (ld(&s->remote[w]) & bit))) {
+				uint64_t bit = 1ull << (i % 64);
+				if (unlikely(!(s->used[w] & bit) ||
+					     ((ld(&s->remote[w]) | ld(&s->quar[w])) & bit))) {
 					struct blk b = { .owner = s->owner };
 					misuse("free", a, BLK_FREED, &b);
 				}
-				st(&s->used[w], u & ~bit);
-				s->nused--;
-				if (w < s->cursor)
-					s->cursor = w;
-				t->st.frees[s->cls]++;
-				if (unlikely(s->list != SL_CUR)) {
-					if (s->list == SL_FULL) {
-						list_del(&h->full[s->cls], s);
-						list_push(&h->partial[s->cls], s, SL_PARTIAL);
-					}
-					if (s->nused == 0) {
-						list_del(&h->partial[s->cls], s);
-						slab_retire(t, s);
-					}
-				}
+				if (t->hard && slot_on_free(t, s, i, p))
+					return;
+				slot_release_local(t, h, s, i);
 				return;
 			}
 		}
@@ -567,7 +823,7 @@ void heap_free_checked(void *p, size_t size, size_t align)
 	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
 	size_t got;
 	if (b.kind == BK_SMALL) {
-		unsigned c = size <= SMALL_MAX ? size_to_class(size) : NCLASSES;
+		unsigned c = size <= SMALL_MAX - canary_bytes ? size_to_class(size + canary_bytes) : NCLASSES;
 		if (align > 16)
 			while (c < NCLASSES && classes[c].size % align)
 				c++;
@@ -575,7 +831,7 @@ void heap_free_checked(void *p, size_t size, size_t align)
 	} else {
 		got = align_up(size, PAGE_SIZE);
 	}
-	if (got != want && !(b.kind != BK_SMALL && size <= b.usable && size > b.usable / 2))
+	if (got != want)
 		xpfo_fatal("sized free of %p with size %z: the block has size class %z (compartment \"%s\")",
 			   p, size, want, comp_name(b.owner));
 	heap_free(p);
@@ -598,32 +854,47 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	if (stt != BLK_OK)
 		misuse("realloc", a, stt, &b);
 	if (b.kind == BK_SMALL) {
-		if (size <= SMALL_MAX && size_to_class(size) == b.s->cls) {
+		if (canary_bytes)
+			canary_check(b.s, p);
+		if (size <= SMALL_MAX - canary_bytes && size_to_class(size + canary_bytes) == b.s->cls) {
 			stat_inc(reallocs_in_place);
 			return p;
 		}
-	} else if (size > SMALL_MAX) {
+	} else if (size > SMALL_MAX - canary_bytes) {
 		size_t np = b.usable >> PAGE_SHIFT;
 		size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
 		if (nnp == np) {
 			stat_inc(reallocs_in_place);
 			return p;
 		}
-		if (b.kind == BK_LARGE && nnp < np && nnp > 0) {
-			/* shrink in place: the tail goes to the gather */
+		if (b.kind == BK_LARGE && nnp < np && nnp > 0 &&
+		    (!b.guarded || os_protect((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE) == 0)) {
+			/* shrink in place: the tail goes to the gather (with a
+			 * guard, its first page becomes the new guard and the old
+			 * guard ends the freed tail) */
 			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b.owner);
 			stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
-			revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b.owner, RK_RUN);
+			if (b.guarded) {
+				stat_inc(revoke_syscalls);
+				pages_set_run(a + (nnp << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), b.owner);
+				if (np - nnp > 0)
+					revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b.owner, RK_RUN,
+						   RF_GUARDED);
+			} else {
+				revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b.owner, RK_RUN, 0);
+			}
 			stat_inc(reallocs_in_place);
 			return p;
 		}
-		if (b.kind == BK_LARGE && size <= LARGE_MAX && pages_grow_in_place(a, np, nnp)) {
+		if (b.kind == BK_LARGE && !b.guarded && size <= LARGE_MAX &&
+		    pages_grow_in_place(a, np, nnp)) {
 			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b.owner);
 			stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
 			stat_inc(reallocs_in_place);
 			return p;
 		}
-		if (b.kind == BK_HUGE && nnp <= (size_t)b.seg->nsegs * SEG_PAGES && nnp > np / 2) {
+		size_t room = (size_t)b.seg->nsegs * SEG_PAGES - opt.guard_large;
+		if (b.kind == BK_HUGE && nnp <= room && nnp > np / 2) {
 			if (nnp > np && grant(comp_table[b.owner], a + (np << PAGE_SHIFT),
 					      (nnp - np) << PAGE_SHIFT))
 				goto move;
@@ -648,6 +919,11 @@ move:;
 }
 
 /* ---- heaps -------------------------------------------------------------- */
+unsigned heap_hard_flags(void)
+{
+	return canary_bytes || opt.waf_check || opt.junk || opt.zero_on_free || opt.quarantine;
+}
+
 void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c)
 {
 	memset(h, 0, sizeof *h);

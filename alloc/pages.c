@@ -118,19 +118,51 @@ void seg_list_del(struct xpfo_compartment *c, struct segment *s)
 	s->next = s->prev = NULL;
 }
 
-/* Take n contiguous unused segments aligned to align segments. */
-static struct segment *segs_take(size_t n, size_t align)
+static struct rng seg_rng;
+static bool seg_rng_ready;
+
+/* First run of n unused segments aligned to align, from index `from` on,
+ * whose sticky tag is `tag` or none (any tag when tag is 0). */
+static size_t segs_find(size_t from, size_t n, size_t align, unsigned tag)
 {
-	size_t i = 0;
+	size_t i = from;
 	for (;;) {
 		i = align_up(bit_next(seg_used_map, i, heap_nsegs, false), align);
 		if (i + n > heap_nsegs)
-			return NULL;
+			return heap_nsegs;
 		size_t j = bit_next(seg_used_map, i, i + n, true);
-		if (j == i + n)
-			break;
-		i = j;
+		if (j < i + n) {
+			i = j;
+			continue;
+		}
+		if (!tag || !seg_table[i].tag || seg_table[i].tag == tag)
+			return i;
+		i++;
 	}
+}
+
+/* Take n contiguous unused segments aligned to align segments, for pages
+ * of tag (size class + 1, or TAG_LARGE + 1).  A segment keeps its tag when
+ * it is released, so the address space of a size class is not reused for
+ * another class while a segment without a conflicting tag remains
+ * (class isolation); random_bases starts the search at a random segment. */
+static struct segment *segs_take(size_t n, size_t align, unsigned tag)
+{
+	size_t from = 0;
+	if (opt.random_bases && heap_nsegs > n) {
+		if (!seg_rng_ready) {
+			rng_init(&seg_rng);
+			seg_rng_ready = true;
+		}
+		from = (size_t)(rng_u64(&seg_rng) % (heap_nsegs - n));
+	}
+	size_t i = segs_find(from, n, align, tag);
+	if (i == heap_nsegs && from)
+		i = segs_find(0, n, align, tag);
+	if (i == heap_nsegs)
+		i = segs_find(0, n, align, 0); /* no untagged room left: share */
+	if (i == heap_nsegs)
+		return NULL;
 	bit_fill(seg_used_map, i, n, true);
 	stat_add(segments, n);
 	if (opt.revoke == REVOKE_OFF) {
@@ -142,11 +174,14 @@ static struct segment *segs_take(size_t n, size_t align)
 		}
 		stat_inc(grant_syscalls);
 	}
+	for (size_t k = 0; k < n; k++)
+		seg_table[i + k].tag = (uint8_t)tag;
 	return &seg_table[i];
 }
 
-static void seg_init_pages(struct xpfo_compartment *c, struct segment *s)
+static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsigned tag)
 {
+	s->tag = (uint8_t)tag;
 	s->gen++;
 	s->owner = c->id;
 	s->kind = SEG_PAGES_K;
@@ -175,23 +210,25 @@ static bool seg_take_pages(struct segment *s, size_t i, size_t n)
 	return clean == n;
 }
 
-uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, bool *clean)
+uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, unsigned tag,
+		      bool *clean)
 {
+	tag++; /* stored as class + 1: 0 means never carved */
 	uintptr_t r = 0;
 	pthread_mutex_lock(&heap_lock);
 	struct segment *s;
 	size_t i = SEG_PAGES;
 	for (s = c->segs; s; s = s->next) {
-		if (s->kind != SEG_PAGES_K || s->free_pages < npages)
+		if (s->kind != SEG_PAGES_K || s->free_pages < npages || s->tag != tag)
 			continue;
 		i = bit_find_run(s->free_map, SEG_PAGES, npages, align_pages);
 		if (i < SEG_PAGES)
 			break;
 	}
 	if (!s) {
-		s = segs_take(1, 1);
+		s = segs_take(1, 1, tag);
 		if (s) {
-			seg_init_pages(c, s);
+			seg_init_pages(c, s, tag);
 			i = 0;
 		}
 	}
@@ -208,7 +245,7 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 	size_t n = align_up(npages << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT;
 	size_t a = align > SEG_SIZE ? align >> SEG_SHIFT : 1;
 	pthread_mutex_lock(&heap_lock);
-	struct segment *s = segs_take(n, a);
+	struct segment *s = segs_take(n, a, TAG_LARGE + 1);
 	if (s) {
 		for (size_t k = 0; k < n; k++) {
 			s[k].gen++;
@@ -231,10 +268,13 @@ void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t 
 {
 	struct segment *s = seg_of(addr);
 	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
-	bool same = PG_TYPE(head_entry) == PG_SLAB;
+	unsigned type = PG_TYPE(head_entry);
+	/* slab pages all name the slab; a live run's tails point back at its
+	 * head; a queued or quarantined run's tails say only that */
+	uint32_t tail = type == PG_SLAB ? head_entry : type == PG_LARGE ? 0 : PG_MAKE(type, 0);
 	for (size_t k = 0; k < npages; k++) {
 		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], !k || same ? head_entry : PG_MAKE(PG_TAIL, k),
+		__atomic_store_n(&s->page[i + k], !k ? head_entry : tail ? tail : PG_MAKE(PG_TAIL, k),
 				 __ATOMIC_RELEASE);
 	}
 }
@@ -367,7 +407,7 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 	if (grant(comp_table[owner], addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
 		/* could not open them: hand them straight back (never opened) */
 		struct range r = { addr + (npages << PAGE_SHIFT), (uint32_t)extra, owner, RK_RUN,
-				   0, 0, 0, s->gen, 0 };
+				   0, 0, 0, s->gen, 0, 0 };
 		pages_release(&r, 1);
 		return false;
 	}

@@ -3,9 +3,6 @@
  * slots fill the slab with little waste. */
 #include "internal.h"
 
-struct size_class classes[NCLASSES];
-uint8_t class_lut_small[65];
-uint8_t class_lut_mid[65];
 
 /* Pages per slab for a class: the smallest count that wastes at most 1/32
  * of the slab and holds at least 8 slots (or the slot limit), else the count

@@ -357,16 +357,27 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 	return h;
 }
 
+/* Allocate in c without entering it: the thread borrows its heap for c. */
+#define BORROW(t, c, h, expr)                                                  \
+	({                                                                     \
+		struct theap *saved_ = (t)->heap;                              \
+		(t)->heap = (h);                                               \
+		(t)->borrowed = (h) != saved_;                                 \
+		(t)->hard = heap_hard_flags() || (t)->borrowed;                \
+		void *p_ = (expr);                                             \
+		(t)->heap = saved_;                                            \
+		(t)->borrowed = 0;                                             \
+		(t)->hard = heap_hard_flags();                                 \
+		p_;                                                            \
+	})
+
 XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
 {
 	struct tstate *t = tstate_get();
-	struct theap *h = borrow(t, c), *saved = t->heap;
+	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
-	t->heap = h;
-	void *p = heap_malloc(t, size);
-	t->heap = saved;
-	return p;
+	return BORROW(t, c, h, heap_malloc(t, size));
 }
 
 XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size)
@@ -376,19 +387,16 @@ XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, siz
 		return NULL;
 	}
 	struct tstate *t = tstate_get();
-	struct theap *h = borrow(t, c), *saved = t->heap;
+	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
-	t->heap = h;
-	void *p = heap_aligned(t, align, size);
-	t->heap = saved;
-	return p;
+	return BORROW(t, c, h, heap_aligned(t, align, size));
 }
 
 XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
 {
 	struct tstate *t = tstate_get();
-	struct theap *h = borrow(t, c), *saved = t->heap;
+	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
 	size_t total;
@@ -396,35 +404,9 @@ XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	t->heap = h;
-	pthread_mutex_lock(&c->lock);
-	bool open = c->open || c == &comp_root || opt.revoke == REVOKE_OFF;
-	if (open) {
-		pthread_mutex_unlock(&c->lock);
-		void *p = heap_calloc(t, n, size);
-		t->heap = saved;
-		return p;
-	}
-	/* closed: zero it through a short-lived opening, under the lock so
-	 * no enter or leave interleaves */
-	void *p = heap_malloc(t, total);
-	t->heap = saved;
-	if (p && total) {
-		uintptr_t a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
-		size_t len = align_up((uintptr_t)p + total, PAGE_SIZE) - a;
-		if (os_protect((void *)a, len, OS_RW) == 0) {
-			memset(p, 0, total);
-			os_protect((void *)a, len, OS_NONE);
-			stat_inc(grant_syscalls);
-			stat_inc(revoke_syscalls);
-		} else {
-			pthread_mutex_unlock(&c->lock);
-			heap_free(p);
-			errno = ENOMEM;
-			return NULL;
-		}
-	}
-	pthread_mutex_unlock(&c->lock);
+	void *p = BORROW(t, c, h, heap_malloc(t, total));
+	if (p && total)
+		heap_zero_in(c->id, p, total); /* opens it for the moment if closed */
 	return p;
 }
 
@@ -541,7 +523,7 @@ static void dl_add(struct destroy_list *dl, uintptr_t a, size_t np, uint32_t gen
 		dl->r = nr;
 		dl->cap = cap;
 	}
-	dl->r[dl->n++] = (struct range){ a, (uint32_t)np, 0, RK_RUN, 1, 0, 0, gen, 0 };
+	dl->r[dl->n++] = (struct range){ a, (uint32_t)np, 0, RK_RUN, 1, 0, 0, gen, 0, 0 };
 }
 
 /* Pages of s owned by id (live or queued) into dl. */

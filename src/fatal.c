@@ -1,6 +1,4 @@
-#include "fatal.h"
-#include "options.h"
-#include "os.h"
+#include "internal.h"
 
 #include <stdint.h>
 

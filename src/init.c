@@ -15,8 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-uintptr_t heap_base, heap_end;
-size_t heap_nsegs;
 int xpfo_ready;
 struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 struct xpfo_compartment comp_root = {
@@ -51,6 +49,11 @@ static void init_core(void)
 	if (sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
 		xpfo_fatal("page size %u is not supported (this build needs %u)",
 			   (unsigned long)sysconf(_SC_PAGESIZE), (unsigned long)PAGE_SIZE);
+	if (opt.waf_check && !opt.zero_on_free && !opt.junk) {
+		xpfo_warn("option waf_check needs zero_on_free or junk: turned off");
+		opt.waf_check = 0;
+	}
+	canary_bytes = opt.canary ? 8 : 0;
 	sizeclass_init();
 	size_t size = (size_t)opt.reserve_gib << 30;
 	void *base;
@@ -79,6 +82,8 @@ static void init_core(void)
 	g_stats.vma_budget = opt.max_vmas ? opt.max_vmas : vma_limit / 2;
 	if (opt.backend == BACKEND_PKEYS)
 		xpfo_warn("backend=pkeys: not available in this build; using mprotect");
+	if (opt.seal && os_protect(&xpfo_sealed, sizeof xpfo_sealed, OS_READ))
+		xpfo_warn("could not seal the global table read-only");
 	xpfo_verbose("heap %p..%p (%u GiB), backend mprotect, revoke=%s batch=%u, vm.max_map_count %u",
 		     (void *)heap_base, (void *)heap_end, (unsigned long)opt.reserve_gib,
 		     opt.revoke == REVOKE_BATCHED ? "batched"
@@ -117,6 +122,8 @@ struct tstate *tstate_slow(void)
 		xpfo_fatal("out of metadata memory for a thread state");
 	heap_init_theap(&t->root_heap, t, &comp_root);
 	gather_init(&t->g);
+	rng_init(&t->rng);
+	t->hard = heap_hard_flags();
 	t->heap = &t->root_heap;
 	t->tid = os_gettid();
 	pthread_mutex_lock(&threads_lock);
@@ -147,10 +154,18 @@ static void tstate_unlink(struct tstate *t)
  * the counters into the global ones. */
 static void tstate_retire(struct tstate *t)
 {
+	heap_quarantine_drain(t);
 	revoke_flush(t, FR_THREAD_EXIT);
 	comp_thread_exit(t);
 	heap_abandon(&t->root_heap);
 	revoke_flush(t, FR_THREAD_EXIT);
+	revoke_quarantine_drain(t);
+	if (t->q.slot)
+		meta_free(t->q.slot, opt.quarantine * sizeof *t->q.slot);
+	if (t->q.runs)
+		meta_free(t->q.runs, opt.quarantine_large * sizeof *t->q.runs);
+	t->q.slot = NULL;
+	t->q.runs = NULL;
 	stats_merge_thread(t);
 }
 
@@ -217,6 +232,13 @@ static void fork_child(void)
 		tl_state = me;
 		meta_free(t, sizeof *t);
 	}
+}
+
+/* Start at load time too, so a program that never allocates still gets the
+ * fault reports and XPFO_OPTIONS=help answers. */
+static __attribute__((constructor)) void xpfo_load(void)
+{
+	tstate_get();
 }
 
 static __attribute__((destructor)) void xpfo_fini(void)

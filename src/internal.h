@@ -56,6 +56,7 @@ enum page_type {
 	PG_TAIL = 3,    /* value: distance back to the head page */
 	PG_PENDING = 4, /* freed, queued for revocation in a gather */
 	PG_QUAR = 5,    /* revocation failed: never reused */
+	PG_GUARD = 6,   /* an inaccessible guard page after a slab or run */
 };
 #define PG_TYPE(e) ((e) >> 28)
 #define PG_VAL(e) ((e) & 0x0fffffffu)
@@ -68,6 +69,7 @@ struct segment {
 	uint16_t owner;      /* compartment id; 0 when unused */
 	uint8_t kind;        /* enum seg_kind */
 	uint8_t releasing;
+	uint8_t tag;         /* class whose slabs it holds, TAG_LARGE, or 0xff: never carved */
 	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
 	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
 	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation */
@@ -90,10 +92,40 @@ struct size_class {
 	uint16_t nslots;
 	uint32_t recip;  /* ceil(2^32 / size): slot index by multiplication */
 };
-extern struct size_class classes[NCLASSES];
-extern uint8_t class_lut_small[65]; /* (size + 15) >> 4, size <= 1024 */
-extern uint8_t class_lut_mid[65];   /* (size + 255) >> 8, size <= 16384 */
 void sizeclass_init(void);
+/* ---- sealed globals ----------------------------------------------------
+ * Everything set once at start-up and only read afterwards: the options,
+ * the class table, where the heap and the metadata are.  One page, made
+ * read-only when start-up ends (seal=1), so a write primitive cannot
+ * retarget the allocator (hardened_malloc seals its configuration the same
+ * way). */
+struct sealed_globals {
+	struct options options;
+	struct size_class classes[NCLASSES];
+	uint8_t class_lut_small[65]; /* (size + 15) >> 4, size <= 1024 */
+	uint8_t class_lut_mid[65];   /* (size + 255) >> 8, size <= 16384 */
+	uintptr_t heap_base, heap_end;
+	size_t heap_nsegs;
+	struct segment *seg_table;
+	struct slab *slab_table;
+	size_t canary_bytes;         /* 8 with canaries, else 0 */
+};
+union sealed_page {
+	struct sealed_globals g;
+	char pad[4096];
+};
+_Static_assert(sizeof(struct sealed_globals) <= 4096, "sealed globals fit one page");
+extern union sealed_page xpfo_sealed;
+#define classes (xpfo_sealed.g.classes)
+#define class_lut_small (xpfo_sealed.g.class_lut_small)
+#define class_lut_mid (xpfo_sealed.g.class_lut_mid)
+#define heap_base (xpfo_sealed.g.heap_base)
+#define heap_end (xpfo_sealed.g.heap_end)
+#define heap_nsegs (xpfo_sealed.g.heap_nsegs)
+#define seg_table (xpfo_sealed.g.seg_table)
+#define slab_table (xpfo_sealed.g.slab_table)
+#define canary_bytes (xpfo_sealed.g.canary_bytes)
+
 static inline unsigned size_to_class(size_t size)
 {
 	if (size <= 1024)
@@ -116,7 +148,10 @@ struct slab {
 	uint32_t cursor;      /* word to search first */
 	uint32_t id;
 	uint8_t in_notify;    /* atomic */
+	uint8_t guard;        /* a guard page follows the slab */
+	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
+	uint64_t quar[SLAB_WORDS];   /* atomic: freed, held in a quarantine */
 	uint64_t remote[SLAB_WORDS]; /* atomic: freed by other threads */
 };
 enum slab_list { SL_NONE, SL_CUR, SL_PARTIAL, SL_FULL };
@@ -153,6 +188,7 @@ struct theap {                        /* a thread's allocation context in one co
 	struct slab_list_head full[NCLASSES];
 	struct slab *notify;              /* atomic stack of slabs with remote frees */
 	uint32_t epoch;                   /* comp->epoch when made; stale after destroy */
+	uint32_t nslabs;                  /* slabs made, for the guard interval */
 };
 
 struct range {
@@ -164,8 +200,11 @@ struct range {
 	uint16_t next, prev;              /* bucket list (by size) */
 	uint32_t gen;                     /* segment gen when queued */
 	uint32_t cgen;                    /* owner's access_gen when queued */
+	uint8_t flags;                    /* RF_* */
 };
 enum range_kind { RK_RUN, RK_HUGE };
+#define RF_GUARDED 1  /* its last page is a guard (inaccessible) */
+#define RF_SPARE 2    /* granted, never used (a grant chunk's rest) */
 
 #define GATHER_MAX 4096
 #define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */
@@ -182,6 +221,31 @@ struct gather {
 	struct range r[GATHER_MAX];
 };
 
+/* A thread's ChaCha20 stream (src/random.c). */
+struct rng {
+	uint32_t state[16];
+	uint8_t buf[64];
+	unsigned used;
+};
+void rng_init(struct rng *r);
+void rng_refill(struct rng *r);
+uint64_t rng_u64(struct rng *r);
+static inline unsigned rng_byte(struct rng *r)
+{
+	if (unlikely(r->used >= sizeof r->buf))
+		rng_refill(r);
+	return r->buf[r->used++];
+}
+
+/* Freed small slots held back (opt.quarantine) and freed runs held back
+ * after their revocation (opt.quarantine_large). */
+struct quarantine {
+	unsigned n;
+	void **slot;
+	unsigned nruns;
+	struct range *runs;
+};
+
 struct tstats {
 	uint64_t allocs[NCLASSES + 1]; /* [NCLASSES]: page runs */
 	uint64_t frees[NCLASSES + 1];
@@ -192,19 +256,19 @@ struct tstate {
 	struct theap *heap;   /* current compartment's heap */
 	struct theap **heaps; /* by compartment id, made on first use */
 	unsigned depth;       /* xpfo_enter nesting */
+	unsigned hard;        /* slot hardening to do at malloc/free (canary, fills, checks) */
+	unsigned borrowed;    /* heap is another compartment's (xpfo_malloc_in) */
 	struct theap root_heap;
 	struct tstate *next, *prev; /* all threads (threads_lock) */
 	long tid;
 	int dead;
 	struct tstats st;
+	struct rng rng;
+	struct quarantine q;
 	struct gather g;
 };
 
 /* ---- src/init.c -------------------------------------------------------- */
-extern uintptr_t heap_base, heap_end;
-extern size_t heap_nsegs;
-extern struct segment *seg_table;
-extern struct slab *slab_table;
 extern pthread_mutex_t heap_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
@@ -244,7 +308,9 @@ void slab_meta_free(struct slab *s);     /* heap_lock held */
  * allocator: its pages are PG_FREE and revoked on return, marked as
  * placeholders (PG_TAIL) until the caller sets the entries.  *clean says
  * whether all pages are known zero.  NULL when the reservation is full. */
-uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, bool *clean);
+uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, unsigned tag,
+		      bool *clean);
+#define TAG_LARGE NCLASSES /* segments of page runs; slab segments carry their class */
 /* Whole segments for one huge allocation. */
 uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean);
 /* Give revoked ranges back to the allocator (called by the gather flush). */
@@ -271,14 +337,17 @@ static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (
 /* ---- src/revoke.c: the gather ----------------------------------------- */
 enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_SWITCH, FR_OTHER };
 /* Queue a freed run for revocation (its page entries become PG_PENDING). */
-void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k);
+void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
+		unsigned flags);
 /* Queue granted pages the thread did not need (a grant chunk's rest): they
  * can be taken back like freed runs, and are revoked with the batch. */
 void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner);
 void gather_init(struct gather *g);
 /* Take back a queued run of the same owner (cancel its revocation). */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
-			enum range_kind k);
+			enum range_kind k, unsigned flags);
+/* Release what the thread's quarantine of freed runs holds. */
+void revoke_quarantine_drain(struct tstate *t);
 /* Apply every queued revocation; returns 0 or an errno of a failure. */
 int revoke_flush(struct tstate *t, enum flush_reason why);
 /* Make a run taken from the allocator accessible as its compartment is now
@@ -296,6 +365,11 @@ void heap_free_checked(void *p, size_t size, size_t align); /* free_sized */
 size_t heap_usable(const void *p);
 void heap_abandon(struct theap *h);      /* thread exit / fork child */
 void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
+void heap_quarantine_drain(struct tstate *t);
+/* Zero n bytes at p, a block of compartment owner, even if it is closed. */
+void heap_zero_in(uint16_t owner, void *p, size_t n);
+/* What t->hard is when not borrowing a heap. */
+unsigned heap_hard_flags(void);
 void heap_walk_check(void);              /* debug: invariant walk */
 
 /* ---- src/compartment.c ------------------------------------------------ */

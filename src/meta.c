@@ -14,8 +14,6 @@
 #define MAX_SLABS ((size_t)1 << 22)
 #define POOL_SIZE ((size_t)1 << 30)
 
-struct segment *seg_table;
-struct slab *slab_table;
 
 static char *pool_base, *pool_cur, *pool_end;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;

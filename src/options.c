@@ -1,15 +1,13 @@
 /* options.c - the run-time options table and its parser.  Runs before the
  * heap exists, so it allocates nothing. */
-#include "options.h"
-#include "fatal.h"
-#include "os.h"
+#include "internal.h"
 
 #define GATHER_MAX_RUNS 4096 /* GATHER_MAX in internal.h */
 
 #include <stddef.h>
 #include <string.h>
 
-struct options opt = {
+union sealed_page xpfo_sealed __attribute__((aligned(4096))) = { .g = { .options = {
 	.backend = BACKEND_AUTO,
 	.revoke = REVOKE_BATCHED,
 	.batch = 1024,
@@ -21,7 +19,25 @@ struct options opt = {
 	.verbose = 0,
 	.report = 1,
 	.compartments = COMP_MODE_OFF,
-};
+} } };
+
+/* What each profile turns on; options given after it override it. */
+static void profile_apply(unsigned p)
+{
+	bool strict = p == PROFILE_STRICT, light = p == PROFILE_LIGHT;
+	opt.profile = p;
+	opt.canary = !light;
+	opt.zero_on_free = !light;
+	opt.junk = 0;
+	opt.waf_check = strict;
+	opt.random_slots = !light;
+	opt.random_bases = !light;
+	opt.guard_slabs = strict ? 1 : light ? 0 : 64;
+	opt.guard_large = !light;
+	opt.quarantine = strict ? 1024 : 0;
+	opt.quarantine_large = strict ? 64 : 0;
+	opt.seal = 1;
+}
 
 enum opt_type { T_BOOL, T_UINT, T_ULONG, T_ENUM };
 
@@ -37,6 +53,7 @@ struct opt_desc {
 static const char *const backend_names[] = { "auto", "mprotect", "pkeys", NULL };
 static const char *const revoke_names[] = { "batched", "eager", "off", NULL };
 static const char *const comp_names[] = { "off", "thread", NULL };
+static const char *const profile_names[] = { "default", "strict", "light", NULL };
 
 #define OFF(f) offsetof(struct options, f)
 static const struct opt_desc table[] = {
@@ -63,6 +80,29 @@ static const struct opt_desc table[] = {
 	{ "max_vmas", T_ULONG, OFF(max_vmas), 0, 1ul << 31, NULL,
 	  "VMAs the process may reach before small revocations degrade to releases "
 	  "(0: half of vm.max_map_count)" },
+	{ "profile", T_ENUM, OFF(profile), 0, 2, profile_names,
+	  "mitigation set: default (what costs little), strict (everything), light (the "
+	  "fewest); the mitigation options below override it" },
+	{ "canary", T_BOOL, OFF(canary), 0, 1, NULL,
+	  "a random canary (leading zero byte) ends every small slot, checked at free and realloc" },
+	{ "zero_on_free", T_BOOL, OFF(zero_on_free), 0, 1, NULL, "zero small slots when they are freed" },
+	{ "junk", T_BOOL, OFF(junk), 0, 1, NULL,
+	  "fill new small allocations with 0xdb and freed ones with 0xdf (instead of zero)" },
+	{ "waf_check", T_BOOL, OFF(waf_check), 0, 1, NULL,
+	  "check that a freed small slot was not written before it is reused (needs zero_on_free)" },
+	{ "random_slots", T_BOOL, OFF(random_slots), 0, 1, NULL, "random slot order within slabs" },
+	{ "random_bases", T_BOOL, OFF(random_bases), 0, 1, NULL,
+	  "random placement of the heap and of segments in it" },
+	{ "guard_slabs", T_UINT, OFF(guard_slabs), 0, 1u << 16, NULL,
+	  "an inaccessible guard page after every Nth slab (0: none)" },
+	{ "guard_large", T_BOOL, OFF(guard_large), 0, 1, NULL,
+	  "an inaccessible guard page after every page-run allocation" },
+	{ "quarantine", T_UINT, OFF(quarantine), 0, 65536, NULL,
+	  "freed small slots each thread holds back before reuse (random eviction; 0: none)" },
+	{ "quarantine_large", T_UINT, OFF(quarantine_large), 0, 4096, NULL,
+	  "freed page runs each thread holds back, revoked, before reuse (0: none)" },
+	{ "seal", T_BOOL, OFF(seal), 0, 1, NULL,
+	  "make the options and the allocator's global table read-only after start-up" },
 	{ "compartments", T_ENUM, OFF(compartments), 0, 1, comp_names,
 	  "thread: every thread but the first runs in a compartment of its own (a diagnostic "
 	  "for share-nothing programs; most programs share memory between threads and trip it)" },
@@ -120,6 +160,8 @@ static void apply(const char *key, size_t klen, const char *val, size_t vlen)
 				  k, v, d->min, d->max);
 			return;
 		}
+		if (!strcmp(d->name, "profile"))
+			return; /* applied first */
 		if (!strcmp(d->name, "reserve") && (x & (x - 1))) {
 			xpfo_warn("option reserve: %u is not a power of two, keeping the default", x);
 			return;
@@ -144,8 +186,19 @@ void options_init(void)
 			s = *e + 13;
 			break;
 		}
+	profile_apply(PROFILE_DEFAULT);
 	if (!s)
 		return;
+	/* the profile first, whatever its place, so single options override it */
+	for (const char *p = s; *p; p++)
+		if ((p == s || p[-1] == ',') && !strncmp(p, "profile=", 8)) {
+			const char *v = p + 8;
+			for (unsigned j = 0; profile_names[j]; j++) {
+				size_t n = strlen(profile_names[j]);
+				if (!strncmp(v, profile_names[j], n) && (v[n] == ',' || !v[n]))
+					profile_apply(j);
+			}
+		}
 	while (*s) {
 		const char *end = s;
 		while (*end && *end != ',')

@@ -7,6 +7,7 @@
 enum revoke_mode { REVOKE_BATCHED, REVOKE_EAGER, REVOKE_OFF };
 enum backend_kind { BACKEND_AUTO, BACKEND_MPROTECT, BACKEND_PKEYS };
 enum comp_mode { COMP_MODE_OFF, COMP_MODE_THREAD };
+enum profile { PROFILE_DEFAULT, PROFILE_STRICT, PROFILE_LIGHT };
 
 struct options {
 	unsigned backend;     /* enum backend_kind */
@@ -21,9 +22,24 @@ struct options {
 	unsigned report;      /* report faults in the heap (SIGSEGV handler) */
 	unsigned compartments; /* enum comp_mode */
 	unsigned long max_vmas; /* VMA budget; 0: half of vm.max_map_count */
+
+	/* mitigations (set by the profile, each switchable) */
+	unsigned profile;        /* enum profile */
+	unsigned canary;         /* canary at the end of small slots */
+	unsigned zero_on_free;   /* small slots zeroed when freed */
+	unsigned junk;           /* fill new small allocations with 0xdb and freed ones with 0xdf */
+	unsigned waf_check;      /* check freed slots stayed zero when reused */
+	unsigned random_slots;   /* random slot order in slabs */
+	unsigned random_bases;   /* random heap base and segment placement */
+	unsigned guard_slabs;    /* a guard page after every Nth slab (0: none) */
+	unsigned guard_large;    /* a guard page after every page run */
+	unsigned quarantine;     /* freed small slots a thread holds back */
+	unsigned quarantine_large; /* freed page runs a thread holds back, revoked */
+	unsigned seal;           /* the sealed page read-only after start */
 };
 
-extern struct options opt;
+/* the options live in the sealed page (internal.h) */
+#define opt (xpfo_sealed.g.options)
 
 /* Parse XPFO_OPTIONS from the environment; warns about bad entries. */
 void options_init(void);

@@ -65,7 +65,7 @@ static void set_pending(const struct range *r)
 }
 
 static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
-			enum range_kind k)
+			enum range_kind k, unsigned flags)
 {
 	struct gather *g = &t->g;
 	if (g->n == GATHER_MAX)
@@ -75,7 +75,8 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	uint16_t i = (uint16_t)g->n++;
 	struct xpfo_compartment *c = comp_table[owner];
 	g->r[i] = (struct range){ addr, (uint32_t)npages, owner, (uint8_t)k, 0, 0, 0,
-				  seg_of(addr)->gen, c ? __atomic_load_n(&c->access_gen, __ATOMIC_ACQUIRE) : 0 };
+				  seg_of(addr)->gen, c ? __atomic_load_n(&c->access_gen, __ATOMIC_ACQUIRE) : 0,
+				  (uint8_t)flags };
 	set_pending(&g->r[i]);
 	link(g, i);
 	g->live++;
@@ -91,29 +92,41 @@ static void maybe_flush(struct tstate *t)
 		revoke_flush(t, FR_FULL);
 }
 
-void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k)
+void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
+		unsigned flags)
 {
 	stat_inc(revoke_queued);
 	stat_add(pages_queued, npages);
-	gather_push(t, addr, npages, owner, k);
+	gather_push(t, addr, npages, owner, k, flags);
 	maybe_flush(t);
 }
 
 void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner)
 {
-	gather_push(t, addr, npages, owner, RK_RUN);
+	gather_push(t, addr, npages, owner, RK_RUN, RF_SPARE);
 	maybe_flush(t);
 }
 
+/* Can queued run r serve a request for npages (flags RF_GUARDED or 0)?  A
+ * guarded request wants a guarded run of exactly that size (the guard must
+ * land where it was); with a quarantine for runs, only spares qualify. */
 static inline bool fits(const struct range *r, size_t npages, size_t align, uint16_t owner,
-			enum range_kind k)
+			enum range_kind k, unsigned flags)
 {
-	return r->owner == owner && r->kind == k && r->npages >= npages && !(r->addr & (align - 1)) &&
-	       r->gen == seg_of(r->addr)->gen;
+	if (r->owner != owner || r->kind != k || r->npages < npages || (r->addr & (align - 1)) ||
+	    r->gen != seg_of(r->addr)->gen)
+		return false;
+	if ((r->flags & RF_GUARDED) != (flags & RF_GUARDED))
+		return false;
+	if ((flags & RF_GUARDED) && r->npages != npages)
+		return false;
+	if (opt.quarantine_large && !(r->flags & RF_SPARE))
+		return false;
+	return true;
 }
 
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
-			enum range_kind k)
+			enum range_kind k, unsigned flags)
 {
 	struct gather *g = &t->g;
 	size_t align = align_pages << PAGE_SHIFT;
@@ -121,12 +134,12 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	/* exact size first, then (page runs only) the smallest larger bucket */
 	for (unsigned b = bucket(npages); b < GATHER_BUCKETS && found == GATHER_NIL; b++) {
 		for (uint16_t i = g->head[b]; i != GATHER_NIL; i = g->r[i].next)
-			if (fits(&g->r[i], npages, align, owner, k) &&
+			if (fits(&g->r[i], npages, align, owner, k, flags) &&
 			    (g->r[i].npages == npages || k == RK_RUN)) {
 				found = i;
 				break;
 			}
-		if (k != RK_RUN)
+		if (k != RK_RUN || (flags & RF_GUARDED))
 			break;
 	}
 	if (found == GATHER_NIL)
@@ -134,8 +147,9 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	struct range *r = &g->r[found];
 	uintptr_t a = r->addr;
 	struct xpfo_compartment *c = comp_table[owner];
+	size_t open_pages = npages - ((flags & RF_GUARDED) ? 1 : 0);
 	if (c && r->cgen != __atomic_load_n(&c->access_gen, __ATOMIC_ACQUIRE) &&
-	    grant(c, a, npages << PAGE_SHIFT))
+	    grant(c, a, open_pages << PAGE_SHIFT))
 		return 0; /* its compartment was closed since: could not reopen */
 	unlink_entry(g, found);
 	if (r->npages > npages) {
@@ -186,7 +200,12 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 		while (j < b && r[j].kind == RK_RUN && r[j].addr == range_end(&r[j - 1]))
 			j++;
 		size_t len = range_end(&r[j - 1]) - r[i].addr;
-		if (len >= min && !os_purge((void *)r[i].addr, len)) {
+		/* a run that was not its segment's carver's (it was transferred)
+		 * changes owner now: it leaves with fresh frames */
+		bool foreign = false;
+		for (unsigned k = i; k < j && !foreign; k++)
+			foreign = r[k].owner != seg_of(r[k].addr)->owner;
+		if ((len >= min || foreign) && !os_purge((void *)r[i].addr, len)) {
 			stat_inc(purges);
 			stat_add(pages_purged, len >> PAGE_SHIFT);
 			for (unsigned k = i; k < j; k++)
@@ -245,6 +264,35 @@ static bool release_unprotected(uintptr_t a, size_t len)
 	stat_add(pages_purged, len >> PAGE_SHIFT);
 	stat_inc(spans_released_unprotected);
 	return true;
+}
+
+/* quarantine_large: a revoked run waits in a ring before it is released;
+ * returns true if r was taken (the run it displaced is released). */
+static bool quarantine_run(struct tstate *t, struct range *r)
+{
+	struct quarantine *q = &t->q;
+	if (!q->runs) {
+		q->runs = meta_alloc(opt.quarantine_large * sizeof *q->runs);
+		if (!q->runs)
+			return false;
+	}
+	if (q->nruns < opt.quarantine_large) {
+		q->runs[q->nruns++] = *r;
+		return true;
+	}
+	unsigned i = (unsigned)(rng_u64(&t->rng) % q->nruns);
+	struct range out = q->runs[i];
+	q->runs[i] = *r;
+	pages_release(&out, 1);
+	return true;
+}
+
+void revoke_quarantine_drain(struct tstate *t)
+{
+	struct quarantine *q = &t->q;
+	if (q->nruns)
+		pages_release(q->runs, q->nruns);
+	q->nruns = 0;
 }
 
 /* Released spans shorter than this stay resident (revoked) for reuse while
@@ -341,7 +389,8 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	vma_check(false);
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++)
-		if (r[i].npages)
+		if (r[i].npages && !(opt.quarantine_large && !(r[i].flags & RF_SPARE) &&
+				     quarantine_run(t, &r[i])))
 			r[m++] = r[i];
 	pages_release(r, m);
 	return err;
