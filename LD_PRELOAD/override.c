@@ -225,3 +225,21 @@ EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign(align,
 EXPORT void *__libc_valloc(size_t size) { return valloc(size); }
 EXPORT void *__libc_pvalloc(size_t size) { return pvalloc(size); }
 EXPORT int __posix_memalign(void **out, size_t align, size_t size) { return posix_memalign(out, align, size); }
+
+/* C++ sized delete (-fsized-deallocation, the default since C++14): the
+ * size the program passes must be the size it allocated, as free_sized
+ * checks.  libstdc++'s operator new calls malloc, so the block is ours. */
+void _ZdlPvm(void *p, size_t size);
+void _ZdaPvm(void *p, size_t size);
+void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align);
+void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align);
+EXPORT void _ZdlPvm(void *p, size_t size) { free_sized(p, size); }
+EXPORT void _ZdaPvm(void *p, size_t size) { free_sized(p, size); }
+EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+	free_aligned_sized(p, align, size);
+}
+EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+	free_aligned_sized(p, align, size);
+}
