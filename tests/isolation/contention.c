@@ -35,6 +35,12 @@
 #include <time.h>
 #include <unistd.h>
 
+/* xpfo_calloc_in into a compartment the thread is not inside (it may be
+ * closed); 0 only to look past a hang there. */
+#ifndef CLOSED_CALLOC
+#define CLOSED_CALLOC 1
+#endif
+
 #define NSLOTS 4096
 #define MAXK 64
 #define SMALL_MAX 16384
@@ -57,6 +63,9 @@ static int ncomps = 4, nthreads = 3;
 static double seconds = 10;
 static uint64_t base_seed = 1;
 static volatile int stop;
+/* what each worker is doing, for the watchdog */
+static const char *volatile doing[64];
+static volatile uint64_t progress[64];
 
 static struct counters {
 	uint64_t allocs, frees, transfers, verifies, flushes, rounds, bytes_checked;
@@ -146,7 +155,7 @@ static void op_alloc(int here, uint64_t *r, struct counters *k)
 	unsigned char *p;
 	if (how == 0 && y == here)
 		p = malloc(size);
-	else if (how == 1)
+	else if (how == 1 && (CLOSED_CALLOC || y == here))
 		p = xpfo_calloc_in(comps[y], 1, size);
 	else
 		p = xpfo_malloc_in(comps[y], size);
@@ -158,7 +167,7 @@ static void op_alloc(int here, uint64_t *r, struct counters *k)
 	k->allocs++;
 	struct entry e = { p, size, y, 0, tu_rand(r) | 1 };
 	if (y == here) {
-		if (how == 1) {
+		if (how == 1 && y == here) {
 			for (size_t i = 0; i < size; i++)
 				if (p[i]) {
 					TFAIL("xpfo_calloc_in block %p: byte %zu is %u, not 0",
@@ -202,10 +211,12 @@ static void op_transfer(int here, uint64_t *r, struct counters *k)
 
 static void *worker(void *arg)
 {
+	int me = (int)(uintptr_t)arg;
 	uint64_t r = base_seed * 0x9E3779B97F4A7C15ULL + (uint64_t)(uintptr_t)arg * 7919 + 1;
 	struct counters k = { 0 };
 	while (!stop) {
 		int here = (int)(tu_rand(&r) % (uint64_t)ncomps);
+		doing[me] = "xpfo_enter";
 		xpfo_compartment_t *prev = xpfo_enter(comps[here]);
 		if (!prev) {
 			TFAIL("xpfo_enter: %s", strerror(errno));
@@ -215,11 +226,15 @@ static void *worker(void *arg)
 			TFAIL("xpfo_current is not the compartment entered");
 		for (int j = 0; j < 64 && !stop; j++) {
 			unsigned op = (unsigned)(tu_rand(&r) % 16);
+			progress[me]++;
 			if (op < 10) {
+				doing[me] = "allocating (xpfo_malloc_in / xpfo_calloc_in / malloc) and freeing";
 				op_alloc(here, &r, &k);
 			} else if (op < 12) {
+				doing[me] = "transferring";
 				op_transfer(here, &r, &k);
 			} else if (op < 15) {
+				doing[me] = "verifying and freeing";
 				int i = (int)(tu_rand(&r) % NSLOTS);
 				struct entry e = take(i);
 				if (e.p)
@@ -227,12 +242,15 @@ static void *worker(void *arg)
 				struct entry old = put(i, e);
 				release(&old, here, &k);
 			} else {
+				doing[me] = "xpfo_flush";
 				if (xpfo_flush() != 0)
 					TFAIL("xpfo_flush: %s", strerror(errno));
 				k.flushes++;
 			}
 		}
+		doing[me] = "xpfo_leave";
 		xpfo_leave(prev);
+		doing[me] = "between rounds";
 		if (xpfo_current() != xpfo_root())
 			TFAIL("after xpfo_leave the thread is not in root");
 		k.rounds++;
@@ -321,8 +339,15 @@ static void check_at_rest(void)
 	}
 	CHECK(bad == 0, "at rest: %zu of %zu pages of live blocks have the wrong protection", bad,
 	      checked);
+	free(vmas);
+	vmas = NULL;
 	fprintf(stderr, "     at rest: %zu pages of live blocks checked against /proc/self/maps, "
 			"%zu wrong\n", checked, bad);
+}
+
+static void *idle(void *arg)
+{
+	return arg;
 }
 
 static void usage(void)
@@ -355,7 +380,7 @@ int main(int argc, char **argv)
 		usage();
 	tu_xpfo_init(1);
 	iso_stdio_warmup();
-	tu_timeout((unsigned)seconds + 120);
+	tu_timeout((unsigned)seconds + 600);
 	for (int i = 0; i < NSLOTS; i++)
 		pthread_mutex_init(&slots[i].lock, NULL);
 	for (int i = 0; i < ncomps; i++) {
@@ -365,21 +390,44 @@ int main(int argc, char **argv)
 		if (!comps[i])
 			tu_hard_error("xpfo_compartment_create: %s", strerror(errno));
 	}
+	/* glibc keeps the stacks of joined threads, with their TLS vectors
+	 * (calloc'ed), for reuse: start and join the threads once so the
+	 * workers reuse them and the live byte count compares like for like */
+	pthread_t th[64];
+	for (int i = 0; i < nthreads; i++)
+		if (pthread_create(&th[i], NULL, idle, NULL))
+			tu_hard_error("pthread_create");
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
 	xpfo_flush();
 	struct xpfo_stats s0, s1, s2;
 	tu_stats(&s0);
 	fprintf(stderr, "%d threads, %d compartments, %.1f s, seed %llu\n", nthreads, ncomps,
 		seconds, (unsigned long long)base_seed);
 
-	pthread_t th[64];
 	for (int i = 0; i < nthreads; i++)
 		if (pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i))
 			tu_hard_error("pthread_create");
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
 	nanosleep(&ts, NULL);
 	stop = 1;
-	for (int i = 0; i < nthreads; i++)
-		pthread_join(th[i], NULL);
+	/* watchdog: a worker that makes no progress for 30 s is stuck */
+	for (int i = 0; i < nthreads; i++) {
+		for (;;) {
+			uint64_t seen = progress[i];
+			struct timespec dl;
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_sec += 30;
+			if (pthread_timedjoin_np(th[i], NULL, &dl) == 0)
+				break;
+			if (progress[i] == seen) {
+				fprintf(stderr, "FAIL: worker %d made no progress for 30 s while %s "
+						"(deadlock?)\n", i, doing[i]);
+				fflush(stderr);
+				_exit(1);
+			}
+		}
+	}
 
 	CHECK(xpfo_flush() == 0, "xpfo_flush");
 	tu_stats(&s1);

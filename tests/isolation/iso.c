@@ -135,6 +135,9 @@ int iso_run_case(const struct iso_case *c, unsigned seconds)
 		      c->name);
 	}
 	if (tu_failures != before) {
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+			fprintf(stderr, "     %s: timed out after %u s: a hang or a deadlock\n",
+				c->name, seconds);
 		fprintf(stderr, "---- %s: child stderr ----\n%s---- end ----\n", c->name, errcopy);
 		return 1;
 	}

@@ -11,7 +11,11 @@ iso_cflags = $(AM_CFLAGS) -fno-builtin
 iso_ldadd = libxpfo.la -lpthread
 iso_ldflags = -no-install
 
-iso_tests = tests/isolation/isolation tests/isolation/vmsplice
+iso_tests = \
+	tests/isolation/isolation \
+	tests/isolation/vmsplice \
+	tests/isolation/contention \
+	tests/isolation/apimisuse
 
 check_PROGRAMS += $(iso_tests)
 TESTS += $(iso_tests)
@@ -27,3 +31,15 @@ tests_isolation_vmsplice_CPPFLAGS = $(iso_cppflags)
 tests_isolation_vmsplice_CFLAGS = $(iso_cflags)
 tests_isolation_vmsplice_LDADD = $(iso_ldadd)
 tests_isolation_vmsplice_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_contention_SOURCES = tests/isolation/contention.c $(iso_sources)
+tests_isolation_contention_CPPFLAGS = $(iso_cppflags)
+tests_isolation_contention_CFLAGS = $(iso_cflags)
+tests_isolation_contention_LDADD = $(iso_ldadd)
+tests_isolation_contention_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_apimisuse_SOURCES = tests/isolation/apimisuse.c $(iso_sources)
+tests_isolation_apimisuse_CPPFLAGS = $(iso_cppflags)
+tests_isolation_apimisuse_CFLAGS = $(iso_cflags)
+tests_isolation_apimisuse_LDADD = $(iso_ldadd)
+tests_isolation_apimisuse_LDFLAGS = $(iso_ldflags)
