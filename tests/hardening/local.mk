@@ -1,0 +1,1 @@
+# tests/hardening: one program per bug class, under each profile (issue 6)
