@@ -65,6 +65,9 @@ static void describe_owner(char *buf, size_t n, uintptr_t a)
 	case PG_QUAR:
 		fmt_str(buf, n, "owned by the allocator (quarantined page)");
 		return;
+	case PG_GUARD:
+		fmt_str(buf, n, "owned by the allocator (guard page)");
+		return;
 	case PG_PENDING: {
 		struct xpfo_compartment *c = aux < MAX_COMPARTMENTS ? comp_table[aux] : NULL;
 		fmt_str(buf, n, "owned by compartment \"%s\" (freed, revocation queued)",
