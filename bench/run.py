@@ -352,20 +352,20 @@ def parse_xpfo_stats(text):
 
 SCALES = {
     # workload: xb-work arguments per mode (sized for ~0.2 s / ~1 s on glibc)
-    "larson": {"smoke": "-n 5000 -r 2", "quick": "-n 40000 -r 5",
-               "full": "-n 150000 -r 8"},
+    "larson": {"smoke": "-n 5000 -r 2", "quick": "-n 200000 -r 5",
+               "full": "-n 500000 -r 10"},
     "xmalloc": {"smoke": "-n 200", "quick": "-n 4000", "full": "-n 15000"},
     "scratch": {"smoke": "-n 5000", "quick": "-n 100000", "full": "-n 400000"},
     "tree": {"smoke": "-n 5000 -r 1", "quick": "-n 60000 -r 2",
              "full": "-n 150000 -r 3"},
     "hash": {"smoke": "-n 5000 -r 1", "quick": "-n 80000 -r 2",
              "full": "-n 200000 -r 3"},
-    "frag": {"smoke": "-n 10000 -r 1", "quick": "-n 100000 -r 2",
-             "full": "-n 200000 -r 4"},
+    "frag": {"smoke": "-n 10000 -r 1", "quick": "-n 150000 -r 2",
+             "full": "-n 300000 -r 4"},
     "sqlite": {"smoke": 2000, "quick": 30000, "full": 150000},
     "python": {"smoke": 2000, "quick": 15000, "full": 60000},
     "redis": {"smoke": 2000, "quick": 20000, "full": 100000},
-    "git": {"smoke": (20, 4), "quick": (60, 12), "full": (150, 30)},
+    "git": {"smoke": (20, 4), "quick": (150, 15), "full": (400, 40)},
 }
 
 
@@ -530,8 +530,6 @@ class Git(Bench):
             msg = "commit %d\n" % c
             out.append("commit refs/heads/main\ncommitter b <b@example.invalid> %d +0000\n"
                        "data %d\n%s" % (1700000000 + c, len(msg), msg))
-            if c:
-                out.append("from refs/heads/main^0\n")
             for f in changed:
                 data = "\n".join(content[f]) + "\n"
                 out.append("M 100644 inline dir%d/file%d.txt\ndata %d\n%s\n" %
@@ -602,13 +600,21 @@ def redis_cmd(port, *args, timeout=1.0):
             return b""
 
 
-def run_bench(ctx, bench, alloc, profile=False):
+def bench_timeout(ctx, runs):
+    """A hang should not eat the time budget: once glibc has run a benchmark,
+    allow 30 times its median (at least 15 s), never more than ctx.timeout."""
+    g = median([r["wall"] for r in runs.get("glibc", []) if r])
+    return ctx.timeout if g is None else min(ctx.timeout, max(15.0, 30 * g))
+
+
+def run_bench(ctx, bench, alloc, profile=False, timeout=None):
     """One run of `bench` under `alloc`; profile: strace + VMAs + xpfo stats."""
+    timeout = timeout or ctx.timeout
     env = alloc_env(alloc, stats=profile, force_libc=bench.force_libc)
     env.update(bench.env(ctx))
     sc_out = os.path.join(ctx.tmpdir, "strace.out")
     if bench.server:
-        return run_server_bench(ctx, bench, alloc, env, profile, sc_out)
+        return run_server_bench(ctx, bench, alloc, env, profile, sc_out, timeout)
     argv = bench.argv(ctx)
     if profile and ctx.strace:
         argv, env = strace_wrap(argv, env, sc_out)
@@ -618,7 +624,7 @@ def run_bench(ctx, bench, alloc, profile=False):
     if profile:
         sampler = VmaSampler(p.pid)
         sampler.start()
-    r = p.wait(ctx.timeout)
+    r = p.wait(timeout)
     if sampler:
         sampler.stop.set()
         sampler.join()
@@ -629,7 +635,7 @@ def run_bench(ctx, bench, alloc, profile=False):
     return r
 
 
-def run_server_bench(ctx, bench, alloc, env, profile, sc_out):
+def run_server_bench(ctx, bench, alloc, env, profile, sc_out, timeout):
     port = free_port()
     argv = bench.server_argv(ctx, port)
     if profile and ctx.strace:
@@ -653,7 +659,7 @@ def run_server_bench(ctx, bench, alloc, env, profile, sc_out):
         sampler = VmaSampler(srv.pid)
         sampler.start()
     cli = Proc(bench.client_argv(ctx, port), base_env(), cwd=ctx.workdir, tmpdir=ctx.tmpdir)
-    c = cli.wait(ctx.timeout)
+    c = cli.wait(timeout)
     try:
         redis_cmd(port, "SHUTDOWN", "NOSAVE")
     except OSError:
@@ -727,6 +733,11 @@ def run_micro(ctx, exe, env, bfilter=None):
 
 # --------------------------------------------------------------------------
 # statistics
+
+def natural(name):
+    """Sort key: numbers inside names compare as numbers (malloc_free/8 < /16)."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
 
 def median(xs):
     xs = [x for x in xs if x is not None]
@@ -918,7 +929,7 @@ def run_suite(ctx, args):
         for b in runnable:
             for a in live:
                 progress("rep %d/%d  %-8s under %s" % (rep + 1, ctx.repeat, b.name, a.name))
-                r = run_bench(ctx, b, a)
+                r = run_bench(ctx, b, a, timeout=bench_timeout(ctx, results[b.name]))
                 if r.error:
                     errors.append("%s under %s (rep %d): %s" % (b.name, a.name, rep + 1, r.error))
                     results[b.name][a.name].append(None)
@@ -931,7 +942,8 @@ def run_suite(ctx, args):
         for a in live:
             progress("profile %-8s under %s (strace -c -f, VMAs%s)" %
                      (b.name, a.name, ", xpfo stats" if a.xpfo else ""))
-            r = run_bench(ctx, b, a, profile=True)
+            r = run_bench(ctx, b, a, profile=True,
+                          timeout=3 * bench_timeout(ctx, results[b.name]))
             if r.error:
                 errors.append("%s under %s (profile run): %s" % (b.name, a.name, r.error))
             profiles[b.name][a.name] = r.as_dict()
@@ -958,7 +970,7 @@ def run_suite(ctx, args):
                 env = base_env()
                 env["XPFO_OPTIONS"] = ",".join(opts)
                 res, err, actx = run_micro(ctx, xmicro_exe, env,
-                                           "revoke_pages/1/|revoke_pages_busy_peer/1/|revoke_small/64/"
+                                           "revoke_pages/4/|revoke_pages_busy_peer/4/|revoke_small/64/"
                                            if ctx.mode == "smoke" else None)
                 micro_ctx.setdefault("xpfo_backend", actx.get("xpfo_backend"))
                 if err:
@@ -1034,7 +1046,8 @@ def summarize(data):
             for a in allocs:
                 row[a] = bench_stat(data, b, a, field)[0]
             s[kind][b] = row
-    micro_names = sorted({n for runs in data["micro"].values() for r in runs for n in r})
+    micro_names = sorted({n for runs in data["micro"].values() for r in runs for n in r},
+                         key=natural)
     for n in micro_names:
         s["micro"][n] = {a: micro_stat(data, n, a)[0] for a in allocs if a in data["micro"]}
     for kind in ("time", "rss", "micro"):
@@ -1294,22 +1307,29 @@ def report(data, ctx):
         o.append("`bench/xb-micro-xpfo` (linked to libxpfo) run once per mode and "
                  "repetition: `XPFO_OPTIONS=revoke=off`, `revoke=eager`, "
                  "`revoke=batched,batch=N`.  ns/obj: nanoseconds per object allocated "
-                 "and freed (median ± half range); sys/obj: revoking protection syscalls "
-                 "per object; pages/sys: pages per revoking syscall (xpfo's counters, "
-                 "read around the timed loop).\n\n")
+                 "and freed (median ± half range); revoke/grant sys/obj: protection "
+                 "syscalls xpfo made to revoke / to grant, per object; pages/revoke sys: "
+                 "pages per revoking syscall; cancelled pages/obj: queued pages taken back "
+                 "before a flush (no syscall).  Counters are xpfo's, read around the "
+                 "timed loop.\n\n")
         modes = list(data["ablation"].keys())
-        names = sorted({n for runs in data["ablation"].values() for r in runs for n in r})
+        names = sorted({n for runs in data["ablation"].values() for r in runs for n in r},
+                       key=natural)
         rows = []
         for n in names:
+            off = median([r.get(n, {}).get("ns_per_item") for r in data["ablation"].get("off", [])])
             for m_ in modes:
                 runs = data["ablation"][m_]
+
+                def med(k):
+                    return median([r.get(n, {}).get(k) for r in runs])
                 vals = [r.get(n, {}).get("ns_per_item") for r in runs]
-                sys_ = median([r.get(n, {}).get("revoke_sys_per_obj") for r in runs])
-                pps = median([r.get(n, {}).get("pages_per_revoke_sys") for r in runs])
-                off = median([r.get(n, {}).get("ns_per_item") for r in data["ablation"].get("off", [])])
-                rows.append([n, m_, fmt_sp(median(vals), spread(vals)), fmt(sys_), fmt(pps),
+                rows.append([n.replace("/real_time", ""), m_, fmt_sp(median(vals), spread(vals)),
+                             fmt(med("revoke_sys_per_obj")), fmt(med("grant_sys_per_obj")),
+                             fmt(med("pages_per_revoke_sys")), fmt(med("pages_cancelled_per_obj")),
                              fmt(ratio(median(vals), off))])
-        o.append(table(["benchmark", "mode", "ns/obj", "sys/obj", "pages/sys", "vs off"], rows))
+        o.append(table(["benchmark", "mode", "ns/obj", "revoke sys/obj", "grant sys/obj",
+                        "pages/revoke sys", "cancelled pages/obj", "time vs off"], rows))
     if not ctx.no_plots:
         o.append("\n## Plots\n")
         o.append("![time ratio](time_ratio.png)\n\n![peak RSS ratio](rss_ratio.png)\n")
@@ -1395,8 +1415,9 @@ plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
         modes = list(data["ablation"].keys())
         order = ["eager"] + ["batch=%d" % n for n in ABLATION_BATCHES] + ["off"]
         order = [m for m in order if m in modes]
-        names = sorted({n for runs in data["ablation"].values() for r in runs for n in r})
-        names = [n for n in names if re.search(r"revoke_pages/1/|revoke_pages_busy_peer/1/|"
+        names = sorted({n for runs in data["ablation"].values() for r in runs for n in r},
+                       key=natural)
+        names = [n for n in names if re.search(r"revoke_pages/4/|revoke_pages_busy_peer/4/|"
                                                r"revoke_small/64/", n)] or names
         dat = os.path.join(out, "revoke_batch.dat")
         with open(dat, "w") as f:

@@ -26,7 +26,11 @@ __attribute__((constructor)) static void xpfo_context(void)
 }
 
 #define PAGE 4096
-#define OBJS 32 /* objects allocated, then freed, per iteration */
+/* Objects allocated, then freed, per iteration: more page runs than the
+ * smaller batch sizes hold, so those flush inside the loop, and fewer than
+ * the largest, where a free followed by a new allocation can take the
+ * queued pages back without any syscall (pages_cancelled). */
+#define OBJS 256
 
 struct snap {
 	struct xpfo_stats st;
