@@ -15,6 +15,8 @@ iso_tests = \
 	tests/isolation/isolation \
 	tests/isolation/vmsplice \
 	tests/isolation/contention \
+	tests/isolation/batching \
+	tests/isolation/vmabudget \
 	tests/isolation/apimisuse
 
 check_PROGRAMS += $(iso_tests)
@@ -37,6 +39,18 @@ tests_isolation_contention_CPPFLAGS = $(iso_cppflags)
 tests_isolation_contention_CFLAGS = $(iso_cflags)
 tests_isolation_contention_LDADD = $(iso_ldadd)
 tests_isolation_contention_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_batching_SOURCES = tests/isolation/batching.c $(iso_sources)
+tests_isolation_batching_CPPFLAGS = $(iso_cppflags)
+tests_isolation_batching_CFLAGS = $(iso_cflags)
+tests_isolation_batching_LDADD = $(iso_ldadd)
+tests_isolation_batching_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_vmabudget_SOURCES = tests/isolation/vmabudget.c $(iso_sources)
+tests_isolation_vmabudget_CPPFLAGS = $(iso_cppflags)
+tests_isolation_vmabudget_CFLAGS = $(iso_cflags)
+tests_isolation_vmabudget_LDADD = $(iso_ldadd)
+tests_isolation_vmabudget_LDFLAGS = $(iso_ldflags)
 
 tests_isolation_apimisuse_SOURCES = tests/isolation/apimisuse.c $(iso_sources)
 tests_isolation_apimisuse_CPPFLAGS = $(iso_cppflags)
