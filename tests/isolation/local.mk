@@ -17,10 +17,12 @@ iso_tests = \
 	tests/isolation/contention \
 	tests/isolation/batching \
 	tests/isolation/vmabudget \
-	tests/isolation/apimisuse
+	tests/isolation/apimisuse \
+	tests/isolation/threadmode
 
 check_PROGRAMS += $(iso_tests)
 TESTS += $(iso_tests)
+EXTRA_DIST += tests/isolation/README
 
 tests_isolation_isolation_SOURCES = tests/isolation/isolation.c $(iso_sources)
 tests_isolation_isolation_CPPFLAGS = $(iso_cppflags)
@@ -57,3 +59,9 @@ tests_isolation_apimisuse_CPPFLAGS = $(iso_cppflags)
 tests_isolation_apimisuse_CFLAGS = $(iso_cflags)
 tests_isolation_apimisuse_LDADD = $(iso_ldadd)
 tests_isolation_apimisuse_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_threadmode_SOURCES = tests/isolation/threadmode.c $(iso_sources)
+tests_isolation_threadmode_CPPFLAGS = $(iso_cppflags)
+tests_isolation_threadmode_CFLAGS = $(iso_cflags)
+tests_isolation_threadmode_LDADD = $(iso_ldadd)
+tests_isolation_threadmode_LDFLAGS = $(iso_ldflags)

@@ -12,7 +12,10 @@
  *    never freed: the VMA count must not grow with the number of objects
  *    (design brief section 4): fewer than 2,000 VMAs, counted inside each
  *    compartment after its allocations.
- * 3. Degraded mode, in a child with XPFO_OPTIONS=max_vmas=100: a workload
+ * 3. Transfers: 4,000 live 64 KiB blocks of root transferred to one
+ *    compartment: fewer than 2,000 VMAs (each transfer gives the block fresh
+ *    frames; the VMA count must still not grow with the number of blocks).
+ * 4. Degraded mode, in a child with XPFO_OPTIONS=max_vmas=100: a workload
  *    that splits the heap into thousands of protection boundaries (every
  *    other 5-page run freed, with a flush each time) goes over the budget;
  *    the one-time warning "xpfo: warning: ... over the budget ..." appears
@@ -206,6 +209,38 @@ static void live_runs(void)
 	xpfo_flush();
 }
 
+/* ---- transfers ------------------------------------------------------------------ */
+
+static void live_transfers(void)
+{
+	enum { N = 4000 };
+	static void *blk[N];
+	xpfo_compartment_t *c = xpfo_compartment_create("receiver", 0);
+	if (!c)
+		tu_hard_error("xpfo_compartment_create: %s", strerror(errno));
+	int done = 0;
+	for (; done < N; done++) {
+		blk[done] = malloc(65536);
+		if (!blk[done])
+			tu_hard_error("malloc: %s", strerror(errno));
+		if (xpfo_transfer(blk[done], c)) {
+			CHECK(0, "xpfo_transfer: %s", strerror(errno));
+			free(blk[done]);
+			break;
+		}
+	}
+	xpfo_flush();
+	long m = iso_count_vmas();
+	fprintf(stderr, "     transfers: %d live 64 KiB blocks transferred to a compartment: %ld "
+			"VMAs, limit %d\n", done, m, VMA_MAX);
+	CHECK(m < VMA_MAX, "%ld VMAs with %d live transferred blocks (limit %d): the VMA count "
+		"grows with the number of transfers", m, done, VMA_MAX);
+	for (int i = 0; i < done; i++)
+		free(blk[i]);
+	CHECK(xpfo_compartment_destroy(c) == 0, "destroy: %s", strerror(errno));
+	xpfo_flush();
+}
+
 /* ---- degraded mode (child) -------------------------------------------------- */
 
 #define RUNSZ (16384 + 1)
@@ -329,6 +364,7 @@ int main(int argc, char **argv)
 	iso_stdio_warmup();
 	live_objects(rounds);
 	live_runs();
+	live_transfers();
 	degraded();
 	tu_exit();
 }
