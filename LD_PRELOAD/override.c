@@ -20,22 +20,26 @@ static inline bool pow2(size_t a) { return a && !(a & (a - 1)); }
 
 EXPORT void *malloc(size_t size)
 {
+	XPFO_ENTRY;
 	return heap_malloc(tstate_get(), size);
 }
 
 EXPORT void free(void *p)
 {
+	XPFO_ENTRY;
 	if (p)
 		heap_free(p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)
 {
+	XPFO_ENTRY;
 	return heap_calloc(tstate_get(), n, size);
 }
 
 EXPORT void *realloc(void *p, size_t size)
 {
+	XPFO_ENTRY;
 	if (!p)
 		return heap_malloc(tstate_get(), size);
 	if (!size) {
@@ -47,6 +51,7 @@ EXPORT void *realloc(void *p, size_t size)
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)
 {
+	XPFO_ENTRY;
 	size_t total;
 	if (__builtin_mul_overflow(n, size, &total)) {
 		errno = ENOMEM;
@@ -66,6 +71,7 @@ static void *aligned(size_t align, size_t size)
 
 EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
+	XPFO_ENTRY;
 	if (!pow2(align) || align % sizeof(void *))
 		return EINVAL;
 	int saved = errno;
@@ -80,6 +86,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 
 EXPORT void *aligned_alloc(size_t align, size_t size)
 {
+	XPFO_ENTRY;
 	if (!pow2(align)) {
 		errno = EINVAL;
 		return NULL;
@@ -89,6 +96,7 @@ EXPORT void *aligned_alloc(size_t align, size_t size)
 
 EXPORT void *memalign(size_t align, size_t size)
 {
+	XPFO_ENTRY;
 	if (align > ((size_t)1 << 62)) {
 		errno = EINVAL;
 		return NULL;
@@ -100,11 +108,13 @@ EXPORT void *memalign(size_t align, size_t size)
 
 EXPORT void *valloc(size_t size)
 {
+	XPFO_ENTRY;
 	return aligned(PAGE_SIZE, size);
 }
 
 EXPORT void *pvalloc(size_t size)
 {
+	XPFO_ENTRY;
 	if (size > SIZE_MAX - PAGE_SIZE) {
 		errno = ENOMEM;
 		return NULL;
@@ -114,17 +124,20 @@ EXPORT void *pvalloc(size_t size)
 
 EXPORT size_t malloc_usable_size(void *p)
 {
+	XPFO_ENTRY;
 	return p ? heap_usable(p) : 0;
 }
 
 EXPORT void free_sized(void *p, size_t size)
 {
+	XPFO_ENTRY;
 	if (p)
 		heap_free_checked(p, size, 0);
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
 {
+	XPFO_ENTRY;
 	if (p)
 		heap_free_checked(p, size, align);
 }
@@ -139,6 +152,7 @@ EXPORT int mallopt(int param, int value)
 
 EXPORT struct mallinfo2 mallinfo2(void)
 {
+	XPFO_ENTRY;
 	struct xpfo_stats s;
 	struct mallinfo2 m;
 	memset(&m, 0, sizeof m);
@@ -173,6 +187,7 @@ EXPORT struct mallinfo mallinfo(void)
 
 EXPORT int malloc_trim(size_t pad)
 {
+	XPFO_ENTRY;
 	(void)pad;
 	struct tstate *t = tstate_get();
 	uint64_t before = __atomic_load_n(&g_stats.pages_purged, __ATOMIC_RELAXED);
@@ -183,6 +198,7 @@ EXPORT int malloc_trim(size_t pad)
 
 EXPORT int malloc_info(int options, FILE *fp)
 {
+	XPFO_ENTRY;
 	if (options || !fp) {
 		errno = EINVAL;
 		return -1;
@@ -237,9 +253,11 @@ EXPORT void _ZdlPvm(void *p, size_t size) { free_sized(p, size); }
 EXPORT void _ZdaPvm(void *p, size_t size) { free_sized(p, size); }
 EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align)
 {
+	XPFO_ENTRY;
 	free_aligned_sized(p, align, size);
 }
 EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align)
 {
+	XPFO_ENTRY;
 	free_aligned_sized(p, align, size);
 }

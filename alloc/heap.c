@@ -17,6 +17,7 @@
  * and misuse is fatal with the address and the compartment.
  */
 #include "internal.h"
+#include "pkeys.h"
 
 #include <errno.h>
 #include <string.h>
@@ -74,31 +75,43 @@ struct touch {
 	uintptr_t a;
 	size_t len;
 	bool opened;
+	bool rights;          /* pkeys: the thread's rights were widened */
+	uint64_t saved;
 };
 
 static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	x->c = NULL;
-	x->opened = false;
+	x->opened = x->rights = false;
 	struct xpfo_compartment *c = comp_table[owner];
 	if (!c || c == &comp_root || opt.revoke == REVOKE_OFF || (t->depth && t->heap->comp == c &&
 								   !t->borrowed))
 		return;
 	pthread_mutex_lock(&c->lock);
 	x->c = c;
+	int key = pkeys_comp_key(c);
+	if (key > 0) {
+		/* keyed: open the key in this thread's rights, no syscall */
+		x->saved = arch_pkey_reg_read();
+		arch_pkey_reg_write(arch_pkey_reg_set((arch_pkey_reg_t)x->saved, key, ARCH_PKEY_RW));
+		x->rights = true;
+		return;
+	}
 	if (c->open)
 		return;
 	x->a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
 	x->len = align_up((uintptr_t)p + n, PAGE_SIZE) - x->a;
-	if (os_protect((void *)x->a, x->len, OS_RW))
+	if (os_protect_key((void *)x->a, x->len, OS_RW, key_plain()))
 		xpfo_fatal("cannot open a page of compartment \"%s\" to check a slot", c->name);
 	x->opened = true;
 }
 
 static void touch_end(struct touch *x)
 {
+	if (x->rights)
+		arch_pkey_reg_write((arch_pkey_reg_t)x->saved);
 	if (x->opened) {
-		os_protect((void *)x->a, x->len, OS_NONE);
+		os_protect_key((void *)x->a, x->len, OS_NONE, key_revoked());
 		stat_inc(grant_syscalls);
 		stat_inc(revoke_syscalls);
 	}
@@ -868,7 +881,8 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 			return p;
 		}
 		if (b.kind == BK_LARGE && nnp < np && nnp > 0 &&
-		    (!b.guarded || os_protect((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE) == 0)) {
+		    (!b.guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
+						  key_revoked()) == 0)) {
 			/* shrink in place: the tail goes to the gather (with a
 			 * guard, its first page becomes the new guard and the old
 			 * guard ends the freed tail) */
@@ -898,8 +912,8 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 			if (nnp > np && grant(comp_table[b.owner], a + (np << PAGE_SHIFT),
 					      (nnp - np) << PAGE_SHIFT))
 				goto move;
-			if (nnp < np && os_protect((void *)(a + (nnp << PAGE_SHIFT)),
-						   (np - nnp) << PAGE_SHIFT, OS_NONE) == 0)
+			if (nnp < np && os_protect_key((void *)(a + (nnp << PAGE_SHIFT)),
+						       (np - nnp) << PAGE_SHIFT, OS_NONE, key_revoked()) == 0)
 				stat_inc(revoke_syscalls);
 			else if (nnp < np)
 				goto move;

@@ -147,6 +147,11 @@ struct xpfo_stats {
 	uint64_t vma_budget;          /* VMAs xpfo lets the process reach before degrading */
 	uint64_t degraded;            /* now: 1 while over the budget */
 	uint64_t spans_released_unprotected; /* revoked by release only, while degraded */
+
+	/* pkeys backend */
+	uint64_t keys_in_use;         /* now: keys held by compartments */
+	uint64_t key_evictions;       /* keys taken from the least recently entered */
+	uint64_t compartment_switches; /* xpfo_enter and xpfo_leave calls */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

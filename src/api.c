@@ -5,26 +5,30 @@
 
 XPFO_EXPORT xpfo_compartment_t *xpfo_root(void)
 {
+	XPFO_ENTRY;
 	tstate_get();
 	return &comp_root;
 }
 
 XPFO_EXPORT xpfo_compartment_t *xpfo_current(void)
 {
+	XPFO_ENTRY;
 	return tstate_get()->heap->comp;
 }
 
 XPFO_EXPORT const char *xpfo_compartment_name(const xpfo_compartment_t *c)
 {
+	XPFO_ENTRY;
 	if (!c) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return c->name;
+	return c == &comp_root ? "root" : c->pub_name;
 }
 
 XPFO_EXPORT xpfo_compartment_t *xpfo_owner(const void *p)
 {
+	XPFO_ENTRY;
 	tstate_get();
 	uintptr_t a = (uintptr_t)p;
 	if (!in_heap(a))
@@ -53,6 +57,7 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_owner(const void *p)
 
 XPFO_EXPORT int xpfo_flush(void)
 {
+	XPFO_ENTRY;
 	int e = revoke_flush(tstate_get(), FR_EXPLICIT);
 	heap_walk_check();
 	if (e) {
@@ -64,6 +69,7 @@ XPFO_EXPORT int xpfo_flush(void)
 
 XPFO_EXPORT const char *xpfo_backend(void)
 {
+	XPFO_ENTRY;
 	tstate_get();
-	return "mprotect";
+	return pkeys_on ? "pkeys" : "mprotect";
 }

@@ -16,6 +16,7 @@
  * then heap_lock.
  */
 #include "internal.h"
+#include "pkeys.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -30,6 +31,8 @@ static struct xpfo_compartment *free_head, *free_tail;
 static unsigned nfree;
 #define REUSE_DELAY 256
 uint32_t destroy_serial;
+/* names as the program sees them: outside the (sealed) metadata */
+static char pub_names[MAX_COMPARTMENTS][48];
 
 struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
 {
@@ -49,13 +52,14 @@ struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
 struct spans {
 	uintptr_t start, end;
 	enum os_prot prot;
+	int key;
 	uint64_t calls, pages;
 };
 
 static void span_flush(struct spans *sp)
 {
 	if (sp->end > sp->start) {
-		os_protect((void *)sp->start, sp->end - sp->start, sp->prot);
+		os_protect_key((void *)sp->start, sp->end - sp->start, sp->prot, sp->key);
 		sp->calls++;
 		sp->pages += (sp->end - sp->start) >> PAGE_SHIFT;
 	}
@@ -85,46 +89,66 @@ static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, bool 
 	}
 }
 
-static void comp_set_access(struct xpfo_compartment *c, bool open)
+/* Walk c's pages (c->lock held): live ones, and queued ones too when
+ * closing, get prot with key. */
+static void comp_walk(struct xpfo_compartment *c, bool closing, enum os_prot prot, int key)
 {
-	c->open = open;
 	__atomic_add_fetch(&c->access_gen, 1, __ATOMIC_RELEASE);
-	if (open)
-		stat_inc(compartment_opens);
-	else
-		stat_inc(compartment_closes);
 	if (opt.revoke == REVOKE_OFF)
 		return;
-	struct spans sp = { 0, 0, open ? OS_RW : OS_NONE, 0, 0 };
+	struct spans sp = { 0, 0, prot, key, 0, 0 };
 	pthread_mutex_lock(&heap_lock);
 	for (struct segment *s = c->segs; s; s = s->next) {
 		if (s->kind == SEG_HUGE) {
-			if (open && s->releasing)
+			if (!closing && s->releasing)
 				continue;
 			span_add(&sp, seg_addr(s), (size_t)s->huge_pages << PAGE_SHIFT);
 			span_flush(&sp); /* the rest of its last segment stays closed */
 		} else {
-			walk_segment(&sp, s, c->id, !open);
+			walk_segment(&sp, s, c->id, closing);
 		}
 	}
 	if (c->nxsegs <= COMP_XSEGS) {
 		for (unsigned i = 0; i < c->nxsegs; i++)
 			if (seg_table[c->xsegs[i]].kind == SEG_PAGES_K &&
 			    seg_table[c->xsegs[i]].owner != c->id)
-				walk_segment(&sp, &seg_table[c->xsegs[i]], c->id, !open);
+				walk_segment(&sp, &seg_table[c->xsegs[i]], c->id, closing);
 	} else {
 		for (size_t i = 0; i < heap_nsegs; i++)
 			if (seg_table[i].kind == SEG_PAGES_K && seg_table[i].owner != c->id)
-				walk_segment(&sp, &seg_table[i], c->id, !open);
+				walk_segment(&sp, &seg_table[i], c->id, closing);
 	}
 	span_flush(&sp);
 	pthread_mutex_unlock(&heap_lock);
-	if (open) {
+	if (prot == OS_RW) {
 		stat_add(grant_syscalls, sp.calls);
 	} else {
 		stat_add(revoke_syscalls, sp.calls);
 		stat_add(pages_revoked, sp.pages);
 	}
+}
+
+/* The mprotect way: open (read-write) or close c's pages for the process. */
+static void comp_set_access(struct xpfo_compartment *c, bool open)
+{
+	c->open = open;
+	if (open)
+		stat_inc(compartment_opens);
+	else
+		stat_inc(compartment_closes);
+	if (open)
+		comp_walk(c, false, OS_RW, key_plain());
+	else
+		comp_walk(c, true, OS_NONE, key_revoked());
+}
+
+/* pkeys: give c's pages key (> 0) or park them (key < 0); c->lock held. */
+void comp_retag(struct xpfo_compartment *c, int key)
+{
+	if (key > 0)
+		comp_walk(c, false, OS_RW, key);
+	else
+		comp_walk(c, true, OS_NONE, key_revoked());
 }
 
 /* A thread enters (+1) or leaves (-1) c. */
@@ -149,6 +173,8 @@ static void root_access(bool open)
 		comp_set_access(&comp_root, open);
 	pthread_mutex_unlock(&comp_root.lock);
 }
+
+static void thread_exit_comp(struct tstate *t, struct xpfo_compartment *cur, bool keyed);
 
 /* ---- per-thread heaps -------------------------------------------------- */
 
@@ -186,10 +212,11 @@ void comp_thread_exit(struct tstate *t)
 {
 	if (t->depth || t->heap != &t->root_heap) {
 		/* the thread dies inside a compartment: it leaves it */
-		comp_inside(t->heap->comp, -1);
+		thread_exit_comp(t, t->heap->comp, t->keyed);
 		if (t->heap->comp->flags & XPFO_COMPARTMENT_STRICT)
 			root_access(true);
 		t->heap = &t->root_heap;
+		t->keyed = 0;
 		t->depth = 0;
 	}
 	if (!t->heaps)
@@ -221,6 +248,7 @@ void comp_thread_start(struct tstate *t)
 
 XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsigned flags)
 {
+	XPFO_ENTRY;
 	tstate_get();
 	if (!name || (flags & ~(XPFO_COMPARTMENT_SECRET | XPFO_COMPARTMENT_STRICT))) {
 		errno = EINVAL;
@@ -256,7 +284,10 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsign
 	c->access_gen = gen + 1;
 	c->flags = flags;
 	fmt_str(c->name, sizeof c->name, "%s", name);
+	c->pub_name = pub_names[id];
+	fmt_str(c->pub_name, sizeof pub_names[id], "%s", name);
 	pthread_mutex_init(&c->lock, NULL);
+	pkeys_comp_created(c);
 	c->magic = COMP_MAGIC;
 	comp_table[id] = c;
 	__atomic_store_n(&c->live, 1, __ATOMIC_RELEASE);
@@ -267,6 +298,7 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsign
 
 XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
 {
+	XPFO_ENTRY;
 	tstate_get();
 	if (c == &comp_root || !comp_check(c)) {
 		errno = EINVAL;
@@ -283,6 +315,7 @@ XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
 	c->epoch++;
 	c->open = 0;
 	pthread_mutex_unlock(&c->lock);
+	pkeys_comp_destroyed(c);
 	comp_destroy_pages(c);
 	pthread_mutex_lock(&comp_lock);
 	comp_table[c->id] = NULL;
@@ -298,15 +331,45 @@ XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
 	return 0;
 }
 
+/* The thread leaves its current compartment / goes into c: with a key
+ * (pkeys) only the thread's rights change; the mprotect way opens and
+ * closes the compartment for the process. */
+static void thread_exit_comp(struct tstate *t, struct xpfo_compartment *cur, bool keyed)
+{
+	if (keyed)
+		pkeys_leave(cur);
+	else
+		comp_inside(cur, -1);
+}
+
+/* Switch the calling thread from its compartment to the one of heap h. */
+static void thread_switch(struct tstate *t, struct theap *h)
+{
+	struct xpfo_compartment *cur = t->heap->comp, *c = h->comp;
+	bool cur_keyed = t->keyed;
+	/* into the new one first, so a compartment entered again stays open */
+	if (pkeys_enter(c))
+		t->keyed = 1;
+	else {
+		t->keyed = 0;
+		comp_inside(c, +1);
+	}
+	thread_exit_comp(t, cur, cur_keyed);
+	t->heap = h;
+	stat_inc(compartment_switches);
+	pkeys_thread_update(t);
+}
+
 XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 {
+	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
 	if (!comp_check(c))
 		return NULL;
 	struct xpfo_compartment *prev = t->heap->comp;
 	bool strict = c->flags & XPFO_COMPARTMENT_STRICT;
 	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT) && os_thread_count() != 1) {
-		errno = EPERM; /* the mprotect backend cannot close root for one thread only */
+		errno = EPERM; /* root cannot be closed for one thread only */
 		return NULL;
 	}
 	struct theap *h = theap_for(t, c);
@@ -315,17 +378,16 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 		return NULL;
 	}
 	revoke_flush(t, FR_SWITCH);
-	comp_inside(c, +1);
-	comp_inside(prev, -1);
+	thread_switch(t, h);
 	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT))
 		root_access(false);
-	t->heap = h;
 	t->depth++;
 	return prev;
 }
 
 XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 {
+	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
 	if (!t->depth || !comp_check(previous)) {
 		errno = EINVAL;
@@ -340,9 +402,7 @@ XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 	revoke_flush(t, FR_SWITCH);
 	if ((cur->flags & XPFO_COMPARTMENT_STRICT) && !(previous->flags & XPFO_COMPARTMENT_STRICT))
 		root_access(true);
-	comp_inside(previous, +1);
-	comp_inside(cur, -1);
-	t->heap = h;
+	thread_switch(t, h);
 	t->depth--;
 }
 
@@ -373,6 +433,7 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 
 XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
 {
+	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
 	struct theap *h = borrow(t, c);
 	if (!h)
@@ -382,6 +443,7 @@ XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
 
 XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size)
 {
+	XPFO_ENTRY;
 	if (!align || (align & (align - 1))) {
 		errno = EINVAL;
 		return NULL;
@@ -395,6 +457,7 @@ XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, siz
 
 XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
 {
+	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
 	struct theap *h = borrow(t, c);
 	if (!h)
@@ -433,6 +496,7 @@ static void add_xseg(struct xpfo_compartment *c, uint32_t idx)
 
 XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 {
+	XPFO_ENTRY;
 	tstate_get();
 	if (!comp_check(to))
 		return -1;
@@ -464,8 +528,20 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 		return 0;
 	lock_two(from, to);
 	bool off = opt.revoke == REVOKE_OFF;
-	int e = os_fresh_copy(p, npages << PAGE_SHIFT, off || from->open,
-			      off || to->open ? OS_RW : OS_NONE);
+	/* the copy must read the old frames: with a key, open it in this
+	 * thread's rights for the moment (the locks keep it from moving) */
+	int from_key = pkeys_comp_key(from), to_key = pkeys_comp_key(to);
+	uint64_t saved_rights = 0;
+	if (from_key > 0) {
+		saved_rights = arch_pkey_reg_read();
+		arch_pkey_reg_write(arch_pkey_reg_set(saved_rights, from_key, ARCH_PKEY_RW));
+	}
+	bool readable = off || from == &comp_root || from_key > 0 || from->open;
+	enum os_prot prot = off || to == &comp_root || to_key > 0 || to->open ? OS_RW : OS_NONE;
+	int key = to_key > 0 ? to_key : prot == OS_RW ? key_plain() : key_revoked();
+	int e = os_fresh_copy(p, npages << PAGE_SHIFT, readable, prot, key);
+	if (from_key > 0)
+		arch_pkey_reg_write((arch_pkey_reg_t)saved_rights);
 	if (!e) {
 		pthread_mutex_lock(&heap_lock);
 		if (kind == SEG_HUGE) {
@@ -627,7 +703,7 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 	/* ...and the runs that sit among other owners' pages */
 	for (unsigned i = 0; i < dl.n; i++) {
 		size_t len = (size_t)dl.r[i].npages << PAGE_SHIFT;
-		if (os_protect((void *)dl.r[i].addr, len, OS_NONE) == 0) {
+		if (os_protect_key((void *)dl.r[i].addr, len, OS_NONE, key_revoked()) == 0) {
 			stat_inc(revoke_syscalls);
 			stat_add(pages_revoked, dl.r[i].npages);
 			if (os_purge((void *)dl.r[i].addr, len) == 0) {

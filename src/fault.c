@@ -84,6 +84,7 @@ static void describe_owner(char *buf, size_t n, uintptr_t a)
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
+	XPFO_ENTRY;
 	uintptr_t a = (uintptr_t)si->si_addr;
 	if (!__atomic_load_n(&xpfo_ready, __ATOMIC_ACQUIRE) || !in_heap(a) ||
 	    (sig == SIGSEGV && si->si_code != SEGV_ACCERR && si->si_code != SEGV_MAPERR)) {

@@ -66,6 +66,9 @@ static void init_core(void)
 	heap_nsegs = size >> SEG_SHIFT;
 	if ((e = meta_init()) || (e = pages_init()))
 		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
+	pkeys_init();
+	if (seal_meta && (e = meta_tag(key_alloc)))
+		xpfo_fatal("cannot seal the metadata with the allocator's key (errno %d)", (long)e);
 	comp_table[comp_root.id] = &comp_root;
 	stat_inc(compartments);
 	char buf[64];
@@ -80,13 +83,11 @@ static void init_core(void)
 	if (opt.stats)
 		stats_fd = os_dup_high(2);
 	g_stats.vma_budget = opt.max_vmas ? opt.max_vmas : vma_limit / 2;
-	if (opt.backend == BACKEND_PKEYS)
-		xpfo_warn("backend=pkeys: not available in this build; using mprotect");
 	if (opt.seal && os_protect(&xpfo_sealed, sizeof xpfo_sealed, OS_READ))
 		xpfo_warn("could not seal the global table read-only");
-	xpfo_verbose("heap %p..%p (%u GiB), backend mprotect, revoke=%s batch=%u, vm.max_map_count %u",
+	xpfo_verbose("heap %p..%p (%u GiB), backend %s, revoke=%s batch=%u, vm.max_map_count %u",
 		     (void *)heap_base, (void *)heap_end, (unsigned long)opt.reserve_gib,
-		     opt.revoke == REVOKE_BATCHED ? "batched"
+		     pkeys_on ? "pkeys" : "mprotect", opt.revoke == REVOKE_BATCHED ? "batched"
 		     : opt.revoke == REVOKE_EAGER ? "eager" : "off",
 		     (unsigned long)opt.batch, vma_limit);
 }
@@ -124,6 +125,7 @@ struct tstate *tstate_slow(void)
 	gather_init(&t->g);
 	rng_init(&t->rng);
 	t->hard = heap_hard_flags();
+	pkeys_thread_update(t);
 	t->heap = &t->root_heap;
 	t->tid = os_gettid();
 	pthread_mutex_lock(&threads_lock);
@@ -171,6 +173,7 @@ static void tstate_retire(struct tstate *t)
 
 static void tstate_exit(void *arg)
 {
+	XPFO_ENTRY;
 	struct tstate *t = arg;
 	if (!t || t != tl_state)
 		return;
@@ -192,6 +195,7 @@ void tstate_foreach(void (*fn)(struct tstate *, void *), void *arg)
 
 static void fork_prepare(void)
 {
+	XPFO_ENTRY;
 	pthread_mutex_lock(&threads_lock);
 	pthread_mutex_lock(&heap_lock);
 	meta_lock_all();
@@ -199,6 +203,7 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	XPFO_ENTRY;
 	meta_unlock_all();
 	pthread_mutex_unlock(&heap_lock);
 	pthread_mutex_unlock(&threads_lock);
@@ -209,6 +214,7 @@ static void fork_parent(void)
  * that no longer exists. */
 static void fork_child(void)
 {
+	XPFO_ENTRY;
 	meta_unlock_all();
 	pthread_mutex_unlock(&heap_lock);
 	pthread_mutex_unlock(&threads_lock);
@@ -238,11 +244,13 @@ static void fork_child(void)
  * fault reports and XPFO_OPTIONS=help answers. */
 static __attribute__((constructor)) void xpfo_load(void)
 {
+	XPFO_ENTRY;
 	tstate_get();
 }
 
 static __attribute__((destructor)) void xpfo_fini(void)
 {
+	XPFO_ENTRY;
 	if (xpfo_ready && opt.stats)
 		xpfo_stats_print(stats_fd >= 0 ? stats_fd : 2);
 }

@@ -109,6 +109,10 @@ struct sealed_globals {
 	struct segment *seg_table;
 	struct slab *slab_table;
 	size_t canary_bytes;         /* 8 with canaries, else 0 */
+	int pkeys_on;                /* the pkeys backend is in use */
+	int key_alloc;               /* pkeys: the allocator's key (free pages, metadata) */
+	int seal_meta;               /* pkeys: metadata carries key_alloc, open only inside xpfo */
+	const char *backend_note;    /* why this backend (e.g. why not pkeys) */
 };
 union sealed_page {
 	struct sealed_globals g;
@@ -125,6 +129,52 @@ extern union sealed_page xpfo_sealed;
 #define seg_table (xpfo_sealed.g.seg_table)
 #define slab_table (xpfo_sealed.g.slab_table)
 #define canary_bytes (xpfo_sealed.g.canary_bytes)
+#define pkeys_on (xpfo_sealed.g.pkeys_on)
+#define key_alloc (xpfo_sealed.g.key_alloc)
+#define seal_meta (xpfo_sealed.g.seal_meta)
+
+struct tstate;
+struct xpfo_compartment;
+/* ---- src/pkeys.c: the pkeys backend ------------------------------------
+ * Keys: 0 for everything not in the heap and for root's pages; key_alloc
+ * for free pages (and the metadata when sealed); one per keyed compartment.
+ * A thread's rights register opens key 0 and its compartment's key. */
+extern __thread uint64_t tl_pkru __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t tl_pkru_open __attribute__((tls_model("initial-exec")));
+extern __thread unsigned tl_seal_depth __attribute__((tls_model("initial-exec")));
+void pkeys_write(uint64_t v);
+/* Entry and exit of every xpfo entry point when the metadata is sealed:
+ * open the allocator's key, and close it when the outermost entry returns
+ * (a signal handler's entry opens it again: its rights are the kernel's). */
+static inline unsigned seal_enter(void)
+{
+	if (unlikely(seal_meta)) {
+		tl_seal_depth++;
+		pkeys_write(tl_pkru_open);
+	}
+	return 0;
+}
+static inline void seal_exit(unsigned *unused)
+{
+	(void)unused;
+	if (unlikely(seal_meta) && --tl_seal_depth == 0)
+		pkeys_write(tl_pkru);
+}
+#define XPFO_ENTRY unsigned xpfo_seal_ __attribute__((cleanup(seal_exit), unused)) = seal_enter()
+/* key for pages being revoked (free, guard): key_alloc, or -1 (mprotect) */
+static inline int key_revoked(void) { return pkeys_on ? key_alloc : -1; }
+/* key for pages open to everyone (root, open keyless compartments) */
+static inline int key_plain(void) { return pkeys_on ? 0 : -1; }
+void pkeys_init(void);                       /* picks the backend */
+void pkeys_thread_update(struct tstate *t);  /* rights for t's compartment */
+int pkeys_comp_key(struct xpfo_compartment *c); /* c->key or -1 */
+/* enter/leave bookkeeping in pkeys mode; false: c has no key (mprotect way) */
+bool pkeys_enter(struct xpfo_compartment *c);
+void pkeys_leave(struct xpfo_compartment *c);
+void pkeys_comp_destroyed(struct xpfo_compartment *c);
+void pkeys_comp_created(struct xpfo_compartment *c);
+void comp_retag(struct xpfo_compartment *c, int key);   /* compartment.c */
+const char *pkeys_key_owner(int key);
 
 static inline unsigned size_to_class(size_t size)
 {
@@ -177,6 +227,9 @@ struct xpfo_compartment {
 	uint32_t xsegs[COMP_XSEGS];       /* other segments holding runs transferred to it */
 	unsigned nxsegs;                  /* > COMP_XSEGS: walk every segment */
 	struct xpfo_compartment *next_free;
+	int key;                          /* pkeys: its key, or -1 (parked: mprotect way) */
+	uint64_t last_enter;              /* pkeys: for choosing whom to evict */
+	char *pub_name;                   /* the name, outside the sealed metadata */
 };
 
 /* ---- per-thread state -------------------------------------------------- */
@@ -258,6 +311,7 @@ struct tstate {
 	unsigned depth;       /* xpfo_enter nesting */
 	unsigned hard;        /* slot hardening to do at malloc/free (canary, fills, checks) */
 	unsigned borrowed;    /* heap is another compartment's (xpfo_malloc_in) */
+	unsigned keyed;       /* pkeys: the current compartment was entered with its key */
 	struct theap root_heap;
 	struct tstate *next, *prev; /* all threads (threads_lock) */
 	long tid;
@@ -298,6 +352,7 @@ static inline uint32_t page_entry(struct segment *s, uintptr_t p)
 /* ---- src/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
 bool meta_owns(const void *p);
+int meta_tag(int key);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
 void meta_free(void *p, size_t size);
 struct slab *slab_meta_new(void);        /* heap_lock held */

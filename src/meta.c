@@ -24,6 +24,9 @@ static void *pool_free[POOL_BINS];
 static size_t slab_next;     /* ids handed out so far (heap_lock) */
 static struct slab *slab_freelist;
 
+static char *meta_parts[3];
+static size_t meta_sizes[3];
+
 static size_t page_round(size_t n) { return align_up(n, PAGE_SIZE); }
 
 int meta_init(void)
@@ -39,15 +42,32 @@ int meta_init(void)
 	if ((e = os_protect(p, seg_bytes, OS_RW)))
 		return e;
 	seg_table = (struct segment *)p;
+	meta_parts[0] = p;
+	meta_sizes[0] = seg_bytes;
 	p += seg_bytes + GUARD;
 	if ((e = os_protect(p, slab_bytes, OS_RW)))
 		return e;
 	slab_table = (struct slab *)p;
+	meta_parts[1] = p;
+	meta_sizes[1] = slab_bytes;
 	p += slab_bytes + GUARD;
 	if ((e = os_protect(p, POOL_SIZE, OS_RW)))
 		return e;
 	pool_base = pool_cur = p;
+	meta_parts[2] = p;
+	meta_sizes[2] = POOL_SIZE;
 	pool_end = p + POOL_SIZE;
+	return 0;
+}
+
+/* pkeys: tag the metadata with key (sealed: open only inside xpfo). */
+int meta_tag(int key)
+{
+	for (int i = 0; i < 3; i++) {
+		int e = os_protect_key(meta_parts[i], meta_sizes[i], OS_RW, key);
+		if (e)
+			return e;
+	}
 	return 0;
 }
 

@@ -19,6 +19,7 @@ union sealed_page xpfo_sealed __attribute__((aligned(4096))) = { .g = { .options
 	.verbose = 0,
 	.report = 1,
 	.compartments = COMP_MODE_OFF,
+	.seal_metadata = 1,
 } } };
 
 /* What each profile turns on; options given after it override it. */
@@ -103,6 +104,9 @@ static const struct opt_desc table[] = {
 	  "freed page runs each thread holds back, revoked, before reuse (0: none)" },
 	{ "seal", T_BOOL, OFF(seal), 0, 1, NULL,
 	  "make the options and the allocator's global table read-only after start-up" },
+	{ "seal_metadata", T_BOOL, OFF(seal_metadata), 0, 1, NULL,
+	  "pkeys backend: the metadata carries the allocator's key, open only inside xpfo's "
+	  "entry points (hardened_malloc's seal_metadata)" },
 	{ "compartments", T_ENUM, OFF(compartments), 0, 1, comp_names,
 	  "thread: every thread but the first runs in a compartment of its own (a diagnostic "
 	  "for share-nothing programs; most programs share memory between threads and trip it)" },

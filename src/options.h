@@ -36,6 +36,7 @@ struct options {
 	unsigned quarantine;     /* freed small slots a thread holds back */
 	unsigned quarantine_large; /* freed page runs a thread holds back, revoked */
 	unsigned seal;           /* the sealed page read-only after start */
+	unsigned seal_metadata;  /* pkeys: metadata tagged with the allocator's key */
 };
 
 /* the options live in the sealed page (internal.h) */

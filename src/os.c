@@ -121,6 +121,19 @@ int os_purge(void *addr, size_t size)
 	return e;
 }
 
+int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
+{
+	if (key < 0)
+		return os_protect(addr, size, prot);
+	int e = injected(OS_OP_PROTECT);
+	if (e)
+		return e;
+	int saved = errno;
+	e = syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot), key) ? errno : 0;
+	errno = saved;
+	return e;
+}
+
 int os_remap(void *addr, size_t size, enum os_prot prot)
 {
 	int e = injected(OS_OP_PURGE);
@@ -135,13 +148,14 @@ int os_remap(void *addr, size_t size, enum os_prot prot)
 	return e;
 }
 
-int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot)
+int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int key)
 {
 	int e = injected(OS_OP_PROTECT);
 	if (e)
 		return e;
 	int saved = errno;
-	if (!readable && mprotect(addr, size, PROT_READ))
+	if (!readable && (key < 0 ? mprotect(addr, size, PROT_READ)
+			  : syscall(SYS_pkey_mprotect, addr, size, PROT_READ, 0)))
 		goto fail;
 	stat_inc(mmap_syscalls);
 	void *tmp = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -149,7 +163,9 @@ int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot)
 	if (tmp == MAP_FAILED)
 		goto restore;
 	memcpy(tmp, addr, size);
-	if (prot != OS_RW && mprotect(tmp, size, prot_bits(prot)))
+	if ((prot != OS_RW || key > 0) &&
+	    (key < 0 ? mprotect(tmp, size, prot_bits(prot))
+		     : syscall(SYS_pkey_mprotect, tmp, size, prot_bits(prot), key)))
 		goto unmap;
 	/* atomically replaces the old mapping: no moment without one */
 	if (mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)

@@ -23,6 +23,8 @@ int os_reserve(size_t size, size_t align, void **out);
 int os_map_rw(size_t size, void **out);
 int os_unmap(void *addr, size_t size);
 int os_protect(void *addr, size_t size, enum os_prot prot);
+/* The same with a protection key (pkey_mprotect); key < 0: plain mprotect. */
+int os_protect_key(void *addr, size_t size, enum os_prot prot, int key);
 /* Give the pages' frames back: the next touch sees zeros. */
 int os_purge(void *addr, size_t size);
 /* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new
@@ -31,7 +33,7 @@ int os_remap(void *addr, size_t size, enum os_prot prot);
 /* Give [addr, addr+size) fresh frames with the same contents, in place, and
  * protection prot.  `readable` says whether the range can be read now (else
  * it is made readable for the copy).  The old frames leave the process. */
-int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot);
+int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int key);
 /* Threads of this process (from /proc/self/status), or -errno. */
 long os_thread_count(void);
 /* Random bytes from the kernel. */

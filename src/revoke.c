@@ -359,7 +359,7 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 				i = j;
 				continue;
 			}
-			int e = os_protect((void *)r[i].addr, len, OS_NONE);
+			int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
 			stat_inc(revoke_syscalls);
 			if (e == ENOMEM) {
 				vma_check(true);
@@ -401,10 +401,10 @@ uint64_t flush_serial(void)
 	return __atomic_load_n(&g_stats.flushes, __ATOMIC_RELAXED);
 }
 
-static int grant_now(uintptr_t addr, size_t len)
+static int grant_now(uintptr_t addr, size_t len, int key)
 {
 	stat_inc(grant_syscalls);
-	return os_protect((void *)addr, len, OS_RW);
+	return os_protect_key((void *)addr, len, OS_RW, key);
 }
 
 int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
@@ -412,9 +412,11 @@ int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
 	if (c == &comp_root) /* closed only while a single thread is in a STRICT one */
-		return comp_root.open ? grant_now(addr, len) : 0;
+		return comp_root.open ? grant_now(addr, len, key_plain()) : 0;
+	/* the lock keeps c's key and open state still meanwhile */
 	pthread_mutex_lock(&c->lock);
-	int e = c->open ? grant_now(addr, len) : 0;
+	int key = pkeys_comp_key(c);
+	int e = key > 0 ? grant_now(addr, len, key) : c->open ? grant_now(addr, len, key_plain()) : 0;
 	pthread_mutex_unlock(&c->lock);
 	return e;
 }

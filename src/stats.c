@@ -78,6 +78,7 @@ void stats_fill(struct xpfo_stats *s)
 	s->compartments = L(compartments);
 	s->degraded = L(degraded);
 	s->vma_budget = L(vma_budget);
+	s->keys_in_use = L(keys_in_use);
 #undef L
 	long v = os_count_vmas(heap_base, heap_end);
 	s->vmas = v > 0 ? (uint64_t)v : 0;
@@ -87,6 +88,7 @@ void stats_fill(struct xpfo_stats *s)
 
 XPFO_EXPORT int xpfo_stats_get(struct xpfo_stats *out, size_t size)
 {
+	XPFO_ENTRY;
 	if (!out || size < sizeof out->size) {
 		errno = EINVAL;
 		return -1;
@@ -125,12 +127,15 @@ static const char *ratio(char *buf, size_t n, uint64_t x, uint64_t y)
 
 XPFO_EXPORT void xpfo_stats_print(int fd)
 {
+	XPFO_ENTRY;
 	struct xpfo_stats s;
 	char r1[32];
 	tstate_get();
 	stats_fill(&s);
-	line(fd, "xpfo: stats (pid %d, backend %s, revoke=%s, batch=%u)", (long)getpid(),
-	     xpfo_backend(), opt.revoke == REVOKE_BATCHED ? "batched"
+	line(fd, "xpfo: stats (pid %d, backend %s%s%s%s, revoke=%s, batch=%u)", (long)getpid(),
+	     xpfo_backend(), xpfo_sealed.g.backend_note ? " (" : "",
+	     xpfo_sealed.g.backend_note ? xpfo_sealed.g.backend_note : "",
+	     xpfo_sealed.g.backend_note ? ")" : "", opt.revoke == REVOKE_BATCHED ? "batched"
 	     : opt.revoke == REVOKE_EAGER ? "eager" : "off", (unsigned long)opt.batch);
 	line(fd, "xpfo:   allocations  %u (small %u, page runs %u), frees %u, live %u bytes",
 	     s.allocs, s.allocs_small, s.allocs_large, s.frees, s.live_bytes);
@@ -145,6 +150,9 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 	line(fd, "xpfo:   compartments %u live, %u opened, %u closed, %u transfers, %u switch flushes, %u violations reported",
 	     s.compartments, s.compartment_opens, s.compartment_closes, s.transfers, s.flush_switch,
 	     s.violations);
+	if (pkeys_on)
+		line(fd, "xpfo:   pkeys        %u keys held by compartments, %u evictions, %u enters/leaves",
+		     s.keys_in_use, s.key_evictions, s.compartment_switches);
 	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined",
 	     s.revoke_failures, s.pages_quarantined);
 	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
