@@ -73,3 +73,13 @@ XPFO_EXPORT const char *xpfo_backend(void)
 	tstate_get();
 	return pkeys_on ? "pkeys" : "mprotect";
 }
+
+/* For tests only (tests/qemu/pkeys-backend.c): an address inside xpfo's
+ * metadata, to show that a stray write there faults when it is sealed. */
+XPFO_EXPORT void *xpfo__test_metadata_address(void);
+XPFO_EXPORT void *xpfo__test_metadata_address(void)
+{
+	XPFO_ENTRY;
+	tstate_get();
+	return seg_table;
+}
