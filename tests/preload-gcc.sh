@@ -9,7 +9,7 @@ need_prog gcc gcc
 
 awk 'BEGIN {
 	print "#include <stdio.h>\n#include <string.h>\n#include <stdlib.h>"
-	for (f = 0; f < 400; f++) {
+	for (f = 0; f < 250; f++) {
 		printf "struct s%d { int a[%d]; double d; char name[%d]; };\n", f, 1 + f % 9, 8 + f % 17
 		printf "static int f%d(int x) {\n  struct s%d v; memset(&v, 0, sizeof v);\n", f, f
 		printf "  for (int i = 0; i < %d; i++) v.a[i %% %d] += x * i + %d;\n", 10 + f % 13, 1 + f % 9, f
@@ -17,7 +17,7 @@ awk 'BEGIN {
 		printf "  return v.a[0] + (int)v.d + (int)strlen(v.name) + (x > %d ? f%d(x - 1) : 0);\n}\n", f % 3, (f > 0 ? f - 1 : 0)
 	}
 	print "int main(void) {\n  long t = 0;"
-	for (f = 0; f < 400; f += 7) printf "  t += f%d(%d);\n", f, f % 11
+	for (f = 0; f < 250; f += 7) printf "  t += f%d(%d);\n", f, f % 11
 	print "  printf(\"%ld\\n\", t);\n  return 0;\n}"
 }' >"$tmp/prog.c" || hard_error "cannot generate the C file"
 

@@ -20,7 +20,7 @@ def big_dict(n, salt):
 def main():
     out = []
     # large dicts, built and dropped
-    for round_ in range(3):
+    for round_ in range(2):
         d = big_dict(150000, round_)
         out.append(("dict", round_, len(d), sum(v[0] for v in d.values())))
         del d
@@ -48,7 +48,7 @@ def main():
     # JSON round-trips
     doc = {"items": [{"id": i, "name": "item-%d" % i, "tags": ["t%d" % (i % 13)] * (i % 5),
                       "price": i / 7.0, "nested": {"a": [i, i + 1], "b": None}}
-                     for i in range(60000)]}
+                     for i in range(40000)]}
     for _ in range(3):
         text = json.dumps(doc, sort_keys=True)
         doc = json.loads(text)

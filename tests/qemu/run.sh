@@ -249,7 +249,9 @@ while IFS='|' read -r name assign file; do
 done </tests/plan
 echo "$M DONE uptime=$(cut -d' ' -f1 /proc/uptime)"
 sync
-poweroff -f
+# With -no-reboot, a reboot ends QEMU; poweroff -f would only halt a
+# kernel built without ACPI (kernel/'s) and leave QEMU running.
+reboot -f
 EOF
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz" ||
@@ -307,7 +309,8 @@ while IFS='|' read -r name assign file; do
 	esac
 	seen=$((seen + 1))
 done <"$root/tests/plan"
-echo "# $npass passed, $nskip skipped, $nfail failed of $ntests; boot $elapsed s (QEMU TCG)"
+up=$(sed -n 's/^XPFO-QEMU: DONE uptime=//p' "$log" | head -n 1)
+echo "# $npass passed, $nskip skipped, $nfail failed of $ntests; QEMU ran $elapsed s (TCG), guest uptime at the end ${up:-?} s"
 [ $status = 0 ] || exit $status
 [ $nfail = 0 ] || exit 1
 [ $nskip -lt "$ntests" ] || exit 77
