@@ -1,1 +1,60 @@
-# tests/hardening: one program per bug class, under each profile (issue 6)
+# tests/hardening: one program per bug class, under each profile (issue 6).
+# Each program re-executes itself once per case and XPFO_OPTIONS value and
+# checks the signal and the exact message; see tests/hardening/harness.h and
+# tests/hardening/README.
+
+hardening_common = tests/hardening/harness.c tests/hardening/harness.h \
+	tests/testutil.c tests/testutil.h
+# -fno-builtin: the compiler must not fold or drop the misuse on purpose.
+hardening_cflags = $(AM_CFLAGS) -fno-builtin
+hardening_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -DTU_REQUIRE_XPFO=1
+# -no-install: a real executable (the programs re-execute themselves).
+hardening_ldflags = -no-install
+
+hardening_tests = \
+	tests/hardening/double-free \
+	tests/hardening/invalid-free \
+	tests/hardening/interior-free \
+	tests/hardening/foreign-free \
+	tests/hardening/canary \
+	tests/hardening/guard-page
+
+check_PROGRAMS += $(hardening_tests)
+TESTS += $(hardening_tests)
+EXTRA_DIST += tests/hardening/README
+
+tests_hardening_double_free_SOURCES = tests/hardening/double-free.c $(hardening_common)
+tests_hardening_double_free_CFLAGS = $(hardening_cflags)
+tests_hardening_double_free_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_double_free_LDADD = libxpfo.la
+tests_hardening_double_free_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_invalid_free_SOURCES = tests/hardening/invalid-free.c $(hardening_common)
+tests_hardening_invalid_free_CFLAGS = $(hardening_cflags)
+tests_hardening_invalid_free_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_invalid_free_LDADD = libxpfo.la
+tests_hardening_invalid_free_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_interior_free_SOURCES = tests/hardening/interior-free.c $(hardening_common)
+tests_hardening_interior_free_CFLAGS = $(hardening_cflags)
+tests_hardening_interior_free_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_interior_free_LDADD = libxpfo.la
+tests_hardening_interior_free_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_foreign_free_SOURCES = tests/hardening/foreign-free.c $(hardening_common)
+tests_hardening_foreign_free_CFLAGS = $(hardening_cflags)
+tests_hardening_foreign_free_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_foreign_free_LDADD = libxpfo.la
+tests_hardening_foreign_free_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_canary_SOURCES = tests/hardening/canary.c $(hardening_common)
+tests_hardening_canary_CFLAGS = $(hardening_cflags)
+tests_hardening_canary_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_canary_LDADD = libxpfo.la
+tests_hardening_canary_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_guard_page_SOURCES = tests/hardening/guard-page.c $(hardening_common)
+tests_hardening_guard_page_CFLAGS = $(hardening_cflags)
+tests_hardening_guard_page_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_guard_page_LDADD = libxpfo.la
+tests_hardening_guard_page_LDFLAGS = $(hardening_ldflags)

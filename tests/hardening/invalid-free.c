@@ -1,0 +1,114 @@
+/* invalid-free.c - free of a pointer xpfo never handed out, though it lies
+ * in memory xpfo manages, is fatal under every profile (no switch):
+ *
+ *   xpfo: fatal: invalid free of <p>: points into xpfo's metadata (compartment "root")
+ *   xpfo: fatal: invalid free of <p>: not an allocated block (compartment "root")
+ *
+ * A metadata address comes from the public API: a compartment handle is
+ * xpfo's own out-of-line metadata.  "Not an allocated block": a pointer into
+ * a freed run (not its start), into the unused tail of a slab, and (with
+ * guard_large) the guard page after a run.  Control: the handle is destroyed
+ * through the API, and a block is freed at its start, silently.
+ */
+#include "harness.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int c_metadata(const char *a)
+{
+	(void)a;
+	xpfo_compartment_t *c = xpfo_compartment_create("hardening", 0);
+	if (!c)
+		return 97;
+	h_expect("xpfo: fatal: invalid free of %p: points into xpfo's metadata" ROOT, (void *)c);
+	free(h_opaque(c));
+	return 0;
+}
+
+static int c_metadata_ok(const char *a)
+{
+	(void)a;
+	xpfo_compartment_t *c = xpfo_compartment_create("hardening", 0);
+	if (!c)
+		return 97;
+	return xpfo_compartment_destroy(c) ? 3 : 0;
+}
+
+static int c_freed_run_inside(const char *a)
+{
+	(void)a;
+	char *p = malloc(65536);
+	if (!p)
+		return 97;
+	free(p);
+	h_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)(p + 16));
+	free(h_opaque(p + 16));
+	return 0;
+}
+
+/* Class 80 slabs are one page of 51 slots: the last 16 bytes are no slot. */
+static int c_slab_tail(const char *a)
+{
+	size_t canary = (size_t)h_arg_long(a, "canary", 0);
+	char *p = malloc(80 - canary);
+	if (!p)
+		return 97;
+	if (malloc_usable_size(p) + canary != 80)
+		return 97;
+	char *tail = (char *)((unsigned long)p & ~(h_page() - 1)) + 51 * 80;
+	h_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)tail);
+	free(h_opaque(tail));
+	return 0;
+}
+
+static int c_guard_page(const char *a)
+{
+	(void)a;
+	char *p = malloc(65536);
+	if (!p)
+		return 97;
+	h_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)(p + 65536));
+	free(h_opaque(p + 65536));
+	return 0;
+}
+
+static int c_run_ok(const char *a)
+{
+	(void)a;
+	char *p = malloc(65536);
+	if (!p)
+		return 97;
+	free(h_opaque(p));
+	return 0;
+}
+
+static const struct hcase cases[] = {
+	{ "metadata", c_metadata },
+	{ "metadata-ok", c_metadata_ok },
+	{ "freed-run-inside", c_freed_run_inside },
+	{ "slab-tail", c_slab_tail },
+	{ "guard-page", c_guard_page },
+	{ "run-ok", c_run_ok },
+};
+
+#define ALL(c, x, v)                                                       \
+	{ c, "profile=default", x, v, "canary=8", NULL, NULL },            \
+	{ c, "profile=strict", x, v, "canary=8", NULL, NULL },             \
+	{ c, "profile=light", x, v, "canary=0", NULL, NULL }
+
+static const struct hrun runs[] = {
+	ALL("metadata", HX_DETECT, SIGABRT),
+	ALL("freed-run-inside", HX_DETECT, SIGABRT),
+	ALL("slab-tail", HX_DETECT, SIGABRT),
+	{ "guard-page", "profile=default", HX_DETECT, SIGABRT, NULL, NULL, NULL },
+	{ "guard-page", "profile=strict", HX_DETECT, SIGABRT, NULL, NULL, NULL },
+	ALL("metadata-ok", HX_SILENT, 0),
+	ALL("run-ok", HX_SILENT, 0),
+};
+
+int main(int argc, char **argv)
+{
+	h_main(argc, argv, "invalid-free", cases, NELEM(cases), runs, NELEM(runs));
+}
