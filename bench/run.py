@@ -364,7 +364,7 @@ SCALES = {
              "full": "-n 300000 -r 4"},
     "sqlite": {"smoke": 2000, "quick": 30000, "full": 150000},
     "python": {"smoke": 2000, "quick": 15000, "full": 60000},
-    "redis": {"smoke": 2000, "quick": 20000, "full": 100000},
+    "redis": {"smoke": 2000, "quick": 10000, "full": 100000},
     "git": {"smoke": (20, 4), "quick": (150, 15), "full": (400, 40)},
 }
 
@@ -903,6 +903,11 @@ def run_suite(ctx, args):
     ablation_modes = [("off", ["revoke=off"]), ("eager", ["revoke=eager"])] + \
         [("batch=%d" % n, ["revoke=batched", "batch=%d" % n]) for n in ABLATION_BATCHES]
     micro_filter = "malloc_free/(64|4096)$|batch1024_random/256" if ctx.mode == "smoke" else None
+    ablation_filter = ("revoke_pages/4/|revoke_pages_busy_peer/4/|revoke_small/64/"
+                       if ctx.mode == "smoke" else "^revoke_")
+    comp_modes = [("batched", []), ("eager", ["revoke=eager"]), ("off", ["revoke=off"])]
+    comp_filter = ("^compartment_(enter_leave/16|malloc_in/64|transfer/8)/"
+                   if ctx.mode == "smoke" else "^compartment_")
 
     steps = ctx.repeat * len(runnable) * len(live)
     if ctx.profile:
@@ -910,7 +915,7 @@ def run_suite(ctx, args):
     if do_micro:
         steps += ctx.repeat * len(live)
     if do_ablation:
-        steps += ctx.repeat * len(ablation_modes)
+        steps += ctx.repeat * (len(ablation_modes) + len(comp_modes))
     done = [0]
 
     def progress(what):
@@ -960,23 +965,27 @@ def run_suite(ctx, args):
                 if err:
                     errors.append("micro under %s (rep %d): %s" % (a.name, rep + 1, err))
                 micro[a.name].append(res)
-    ablation = {}
-    if do_ablation:
-        ablation = {m: [] for m, _ in ablation_modes}
-        xalloc = [a for a in allocs if a.name == "xpfo"][0]
+    def xpfo_micro(title, modes, bfilter):
+        """xb-micro-xpfo once per mode and repetition, interleaved."""
+        out = {m: [] for m, _ in modes}
         for rep in range(ctx.repeat):
-            for m, opts in ablation_modes:
-                progress("rep %d/%d  revocation ablation, %s" % (rep + 1, ctx.repeat, m))
+            for m, opts in modes:
+                progress("rep %d/%d  %s, %s" % (rep + 1, ctx.repeat, title, m))
                 env = base_env()
-                env["XPFO_OPTIONS"] = ",".join(opts)
-                res, err, actx = run_micro(ctx, xmicro_exe, env,
-                                           "revoke_pages/4/|revoke_pages_busy_peer/4/|revoke_small/64/"
-                                           if ctx.mode == "smoke" else None)
-                micro_ctx.setdefault("xpfo_backend", actx.get("xpfo_backend"))
+                if opts:
+                    env["XPFO_OPTIONS"] = ",".join(opts)
+                res, err, actx = run_micro(ctx, xmicro_exe, env, bfilter)
+                if actx.get("xpfo_backend"):
+                    micro_ctx["xpfo_backend"] = actx["xpfo_backend"]
                 if err:
-                    errors.append("ablation %s (rep %d): %s" % (m, rep + 1, err))
-                ablation[m].append(res)
-        del xalloc
+                    errors.append("%s %s (rep %d): %s" % (title, m, rep + 1, err))
+                out[m].append(res)
+        return out
+
+    ablation, compartments = {}, {}
+    if do_ablation:
+        ablation = xpfo_micro("revocation ablation", ablation_modes, ablation_filter)
+        compartments = xpfo_micro("compartments", comp_modes, comp_filter)
 
     # checksums must agree across allocators
     for b in runnable:
@@ -998,6 +1007,7 @@ def run_suite(ctx, args):
         "benches": [dict(name=b.name, kind=b.kind, desc=b.desc, skip=b.skip) for b in benches],
         "results": results, "profiles": profiles, "metrics": metrics,
         "micro": micro, "micro_context": micro_ctx, "ablation": ablation,
+        "compartments": compartments,
         "errors": errors,
     }
     data["summary"] = summarize(data)
@@ -1330,6 +1340,34 @@ def report(data, ctx):
                              fmt(ratio(median(vals), off))])
         o.append(table(["benchmark", "mode", "ns/obj", "revoke sys/obj", "grant sys/obj",
                         "pages/revoke sys", "cancelled pages/obj", "time vs off"], rows))
+    if data.get("compartments"):
+        o.append("\n## Compartments\n")
+        o.append("`bench/xb-micro-xpfo`, compartment API, once per revocation mode and "
+                 "repetition (backend: %s).  Every thread uses compartments of its own.  "
+                 "ns/op: nanoseconds per operation (an enter+leave pair; one allocation "
+                 "and its free; one transfer), median ± half range; syscalls and opens "
+                 "are per operation, from xpfo's counters.  compartment_malloc_root is "
+                 "plain malloc in the same process, for reference.\n\n"
+                 % (data["micro_context"].get("xpfo_backend") or "?"))
+        modes = list(data["compartments"].keys())
+        names = sorted({n for runs in data["compartments"].values() for r in runs for n in r},
+                       key=natural)
+        rows = []
+        for n in names:
+            for m_ in modes:
+                runs = data["compartments"][m_]
+
+                def med(k):
+                    return median([r.get(n, {}).get(k) for r in runs])
+                vals = [r.get(n, {}).get("ns_per_item") for r in runs]
+                err = [r.get(n, {}).get("error") for r in runs if r.get(n, {}).get("error")]
+                rows.append([n.replace("/real_time", ""), m_,
+                             ("FAIL: " + err[0]) if err else fmt_sp(median(vals), spread(vals)),
+                             fmt(med("revoke_sys_per_obj")), fmt(med("grant_sys_per_obj")),
+                             fmt(med("pages_per_revoke_sys")), fmt(med("opens_per_obj")),
+                             fmt(med("switch_flushes_per_obj"))])
+        o.append(table(["benchmark", "mode", "ns/op", "revoke sys/op", "grant sys/op",
+                        "pages/revoke sys", "opens/op", "switch flushes/op"], rows))
     if not ctx.no_plots:
         o.append("\n## Plots\n")
         o.append("![time ratio](time_ratio.png)\n\n![peak RSS ratio](rss_ratio.png)\n")
@@ -1370,7 +1408,7 @@ def plots(data, ctx):
     S = data["summary"]
     out = ctx.out
 
-    def bars(kind, fname, title, ylabel, names=None):
+    def bars(kind, fname, title, ylabel, names=None, logy=False):
         names = names or list(S[kind].keys())
         dat = os.path.join(out, fname + ".dat")
         with open(dat, "w") as f:
@@ -1384,7 +1422,7 @@ def plots(data, ctx):
                 f.write("%s %s\n" % (b.replace(" ", "_"),
                                      " ".join("%.4f" % v if v else "NaN" for v in vals)))
         width = max(900, 60 * (len(names) + 1) + 200)
-        gp = """set terminal pngcairo size %d,520 font "DejaVu Sans,10"
+        gp = """set terminal pngcairo noenhanced size %d,520 font "DejaVu Sans,10"
 set output '%s'
 set title "%s"
 set ylabel "%s"
@@ -1395,10 +1433,11 @@ set boxwidth 0.9
 set grid ytics
 set key top left
 set xtics rotate by -40 scale 0
-set yrange [0:*]
+%s
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5 lc rgb "black"
 plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
-""" % (width, os.path.join(out, fname + ".png"), title, ylabel, len(others) + 1, dat)
+""" % (width, os.path.join(out, fname + ".png"), title, ylabel,
+       "set logscale y\nset yrange [*:*]" if logy else "set yrange [0:*]", len(others) + 1, dat)
         with open(os.path.join(out, fname + ".gp"), "w") as f:
             f.write(gp)
         subprocess.run(["gnuplot", os.path.join(out, fname + ".gp")], check=False)
@@ -1409,8 +1448,8 @@ plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
         bars("rss", "rss_ratio", "Peak RSS relative to glibc (median, %s run; lower is better)"
              % data["mode"], "peak RSS / glibc")
     if others and S["micro"]:
-        bars("micro", "micro_ratio", "Micro benchmarks: time per object relative to glibc",
-             "ns per object / glibc")
+        bars("micro", "micro_ratio", "Micro benchmarks: time per object relative to glibc "
+             "(median, log scale; lower is better)", "ns per object / glibc (log)", logy=True)
     if data["ablation"]:
         modes = list(data["ablation"].keys())
         order = ["eager"] + ["batch=%d" % n for n in ABLATION_BATCHES] + ["off"]
@@ -1424,7 +1463,7 @@ plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
             f.write("mode " + " ".join(n.replace("/real_time", "").replace("/", ":")
                                        for n in names) + "\n")
             for m_ in order:
-                f.write(m_.replace("batch=", "batch_") + " " + " ".join(
+                f.write(m_ + " " + " ".join(
                     "%.2f" % v if v else "NaN" for v in
                     [median([r.get(n, {}).get("ns_per_item") for r in data["ablation"][m_]])
                      for n in names]) + "\n")
@@ -1432,11 +1471,11 @@ plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
             f.write("mode " + " ".join(n.replace("/real_time", "").replace("/", ":")
                                        for n in names) + "\n")
             for m_ in order:
-                f.write(m_.replace("batch=", "batch_") + " " + " ".join(
+                f.write(m_ + " " + " ".join(
                     "%.4f" % v if v is not None else "NaN" for v in
                     [median([r.get(n, {}).get("revoke_sys_per_obj") for r in data["ablation"][m_]])
                      for n in names]) + "\n")
-        gp = """set terminal pngcairo size 1000,800 font "DejaVu Sans,10"
+        gp = """set terminal pngcairo noenhanced size 1000,800 font "DejaVu Sans,10"
 set output '%s'
 set multiplot layout 2,1 title "Revocation cost vs batch size (xpfo, backend %s; eager = one syscall per revocation)"
 set grid

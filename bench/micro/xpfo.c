@@ -1,6 +1,6 @@
 /* xpfo.c - micro benchmarks that only make sense for xpfo.  Linked into
  * xb-micro-xpfo together with libxpfo (not preloaded), so the bodies can
- * read xpfo's counters.
+ * read xpfo's counters and use the compartment API.
  *
  * Revocation ablation: the runner executes this binary once per mode,
  * XPFO_OPTIONS=revoke=off | revoke=eager | revoke=batched,batch=N, with the
@@ -12,6 +12,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,11 @@ static void report(struct xb_state *s, const struct snap *a, int64_t objs_per_it
 	xb_counter(s, "pages_queued_per_obj", queued / per, XB_PER_ITER);
 	xb_counter(s, "pages_cancelled_per_obj", cancelled / per, XB_PER_ITER);
 	xb_counter(s, "pages_per_revoke_sys", revokes > 0 ? pages / revokes : 0, 0);
+	xb_counter(s, "switch_flushes_per_obj",
+		   (double)(b.st.flush_switch - a->st.flush_switch) / per, XB_PER_ITER);
+	xb_counter(s, "opens_per_obj",
+		   (double)(b.st.compartment_opens - a->st.compartment_opens) / per,
+		   XB_PER_ITER);
 	xb_counter(s, "vmas", (double)b.st.vmas, 0);
 }
 
@@ -185,14 +191,151 @@ static void bm_revoke_small(struct xb_state *s)
 XB_BENCH(revoke_small, "revoke_small", bm_revoke_small, .args = XB_ARGS(64, 1024),
 	 .threads = XB_THREADS(1, 2), .real_time = true);
 
-/*
- * PLACEHOLDER (compartments issue, not implemented yet): the compartment
- * API (xpfo_compartment_create, xpfo_enter/xpfo_leave, xpfo_malloc_in,
- * xpfo_transfer) is not in include/xpfo.h yet.  When it lands, add here:
- *   - compartment_enter_leave: xpfo_leave(xpfo_enter(c)) per iteration,
- *     pkeys backend (PKRU write) vs mprotect backend;
- *   - malloc_in/<size>: xpfo_malloc_in(c, n) + free, vs plain malloc;
- *   - transfer/<pages>: xpfo_transfer of a page run between two
- *     compartments and back, with 1 and 2 threads (revocation per move).
- * Nothing is registered for them until the functions exist.
+/* ---- compartments ----
+ *
+ * Each thread works in compartments of its own (created before the timed
+ * loop, destroyed after it), so 1 and 2 threads measure the same thing with
+ * and without a second CPU running the process.  On the mprotect backend
+ * entering a closed compartment opens its pages (grant) and leaving it
+ * closes them (revoke); on the pkeys backend both are a PKRU write.
  */
+
+static void cleanup(xpfo_compartment_t *c)
+{
+	if (c && xpfo_compartment_destroy(c) != 0)
+		perror("xpfo_compartment_destroy");
+}
+
+static xpfo_compartment_t *make(struct xb_state *s, const char *what)
+{
+	char name[48];
+	xpfo_compartment_t *c;
+
+	snprintf(name, sizeof name, "%s-%d", what, xb_thread(s));
+	c = xpfo_compartment_create(name, 0);
+	if (!c)
+		xb_skip(s, "xpfo_compartment_create failed");
+	return c;
+}
+
+/* Enter and leave a compartment that holds `pages` pages of live data. */
+static void bm_enter_leave(struct xb_state *s)
+{
+	size_t pages = (size_t)xb_arg(s, 0);
+	xpfo_compartment_t *c = make(s, "enter");
+	void *data = NULL;
+	struct snap a;
+
+	if (!c)
+		return;
+	if (pages && !(data = xpfo_malloc_in(c, pages * PAGE))) {
+		xb_skip(s, "xpfo_malloc_in failed");
+		cleanup(c);
+		return;
+	}
+	if (xb_thread(s) == 0)
+		snap_take(&a);
+	while (xb_run(s)) {
+		xpfo_compartment_t *prev = xpfo_enter(c);
+		if (!prev) {
+			xb_skip(s, "xpfo_enter failed");
+			break;
+		}
+		if (data)
+			((volatile char *)data)[0]++; /* reachable inside */
+		xpfo_leave(prev);
+	}
+	xb_items(s, xb_iterations(s));
+	report(s, &a, 1);
+	free(data);
+	cleanup(c);
+}
+XB_BENCH(enter_leave, "compartment_enter_leave", bm_enter_leave,
+	 .args = XB_ARGS(0, 16, 256), .threads = XB_THREADS(1, 2), .real_time = true);
+
+/* xpfo_malloc_in from inside the compartment (the memory is written) and
+ * from outside it (not touched: it may be out of reach), against plain
+ * malloc in the root compartment of the same process. */
+static void malloc_in_body(struct xb_state *s, int mode)
+{
+	size_t n = (size_t)xb_arg(s, 0);
+	xpfo_compartment_t *c = mode == 0 ? NULL : make(s, "malloc_in");
+	xpfo_compartment_t *prev = NULL;
+	bool failed = false;
+	struct snap a;
+
+	if (mode != 0 && !c)
+		return;
+	if (mode == 1 && !(prev = xpfo_enter(c))) {
+		xb_skip(s, "xpfo_enter failed");
+		cleanup(c);
+		return;
+	}
+	if (xb_thread(s) == 0)
+		snap_take(&a);
+	while (xb_run_batch(s, 16)) {
+		for (int i = 0; i < 16; i++) {
+			char *p = mode == 0 ? malloc(n) : xpfo_malloc_in(c, n);
+			if (!p) {
+				failed = true;
+				break;
+			}
+			if (mode != 2)
+				p[0] = (char)i;
+			free(xb_escape(p));
+		}
+	}
+	/* Leave before Google Benchmark allocates its counters: whatever is
+	 * allocated inside c dies with it in cleanup(). */
+	if (prev)
+		xpfo_leave(prev);
+	if (failed)
+		xb_skip(s, "allocation failed");
+	xb_items(s, xb_iterations(s));
+	report(s, &a, 1);
+	cleanup(c);
+}
+
+static void bm_malloc_root(struct xb_state *s) { malloc_in_body(s, 0); }
+static void bm_malloc_in(struct xb_state *s) { malloc_in_body(s, 1); }
+static void bm_malloc_in_outside(struct xb_state *s) { malloc_in_body(s, 2); }
+XB_BENCH(malloc_root, "compartment_malloc_root", bm_malloc_root,
+	 .args = XB_ARGS(64, 4096, 65536), .threads = XB_THREADS(1, 2), .real_time = true);
+XB_BENCH(malloc_in, "compartment_malloc_in", bm_malloc_in,
+	 .args = XB_ARGS(64, 4096, 65536), .threads = XB_THREADS(1, 2), .real_time = true);
+XB_BENCH(malloc_in_out, "compartment_malloc_in_outside", bm_malloc_in_outside,
+	 .args = XB_ARGS(64, 4096, 65536), .threads = XB_THREADS(1, 2), .real_time = true);
+
+/* Move a page-aligned allocation of `pages` pages from one compartment to
+ * another and back: two xpfo_transfer calls per iteration, each revoking
+ * the old owner's access and moving the bytes to fresh frames. */
+static void bm_transfer(struct xb_state *s)
+{
+	size_t n = (size_t)xb_arg(s, 0) * PAGE;
+	xpfo_compartment_t *c1 = make(s, "from"), *c2 = c1 ? make(s, "to") : NULL;
+	void *p = NULL;
+	struct snap a;
+
+	if (!c1 || !c2)
+		goto out;
+	if (!(p = xpfo_aligned_alloc_in(c1, PAGE, n))) {
+		xb_skip(s, "xpfo_aligned_alloc_in failed");
+		goto out;
+	}
+	if (xb_thread(s) == 0)
+		snap_take(&a);
+	while (xb_run(s)) {
+		if (xpfo_transfer(p, c2) != 0 || xpfo_transfer(p, c1) != 0) {
+			xb_skip(s, "xpfo_transfer failed");
+			break;
+		}
+	}
+	xb_items(s, xb_iterations(s) * 2);
+	report(s, &a, 2);
+out:
+	free(p);
+	cleanup(c2);
+	cleanup(c1);
+}
+XB_BENCH(transfer, "compartment_transfer", bm_transfer, .args = XB_ARGS(8, 64, 256),
+	 .threads = XB_THREADS(1, 2), .real_time = true);
