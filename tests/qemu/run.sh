@@ -22,6 +22,8 @@
 #                      $XPFO_QEMU_TIMEOUT)
 #   --test-timeout SEC limit for each test inside the guest (default 120)
 #   --keep-log PATH    keep the guest's console log at PATH
+#   --cpu MODEL        QEMU's -cpu (default max; a model without PKU, e.g.
+#                      qemu64, shows that the rig then fails)
 #   --fetch            only make sure the kernel is cached, then exit
 #
 # Output: "PASS: qemu/NAME", "FAIL: qemu/NAME (...)", "SKIP: qemu/NAME"
@@ -56,6 +58,7 @@ prefix=qemu/
 timeout_s=${XPFO_QEMU_TIMEOUT:-300}
 test_timeout=120
 keep=
+cpu=max
 fetch_only=0
 tests=
 
@@ -66,7 +69,7 @@ add() { eval "$1=\${$1}\${$1:+\"\$nl\"}\$2"; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--kernel|--append|--env|--variant|--file|--prefix|--timeout|--test-timeout|--keep-log)
+	--kernel|--append|--env|--variant|--file|--prefix|--timeout|--test-timeout|--keep-log|--cpu)
 		[ $# -ge 2 ] || die "$1 needs an argument"
 		case $1 in
 		--kernel) kernel=$2 ;;
@@ -84,6 +87,7 @@ while [ $# -gt 0 ]; do
 		--timeout) timeout_s=$2 ;;
 		--test-timeout) test_timeout=$2 ;;
 		--keep-log) keep=$2 ;;
+		--cpu) cpu=$2 ;;
 		esac
 		shift 2 ;;
 	--fetch) fetch_only=1; shift ;;
@@ -159,10 +163,41 @@ fetch_kernel() {
 	echo "$cache/$name"
 }
 
+# pvh_kernel VMLINUZ: print the uncompressed vmlinux next to a cached
+# Debian kernel, making it once, or VMLINUZ itself when that cannot be
+# done.  QEMU boots a vmlinux with a PVH entry note directly (no firmware
+# handover, no decompression under emulation): measured here, 8-10 s to
+# the guest's init instead of 16-19 s for the bzImage.
+pvh_kernel() {
+	v=${1%/*}/vmlinux-${1##*/vmlinuz-}
+	if [ ! -r "$v" ] && [ ! -e "$v.none" ]; then
+		# The payload is xz-compressed in Debian's kernels (CONFIG_KERNEL_XZ).
+		if command -v python3 >/dev/null 2>&1 && python3 - "$1" "$v.tmp.$$" <<'PY' 2>/dev/null &&
+import lzma, sys
+data = open(sys.argv[1], "rb").read()
+start = data.find(b"\xfd7zXZ\x00")
+if start < 0:
+    sys.exit(1)
+out = lzma.LZMADecompressor().decompress(data[start:])
+if out[:4] != b"\x7fELF":
+    sys.exit(1)
+open(sys.argv[2], "wb").write(out)
+PY
+		   readelf -n "$v.tmp.$$" 2>/dev/null | grep -q 'Xen.*(0x00000012)'; then
+			mv "$v.tmp.$$" "$v"
+		else
+			rm -f "$v.tmp.$$"
+			: >"$v.none" 2>/dev/null || true
+		fi
+	fi
+	if [ -r "$v" ]; then echo "$v"; else echo "$1"; fi
+}
+
 if [ -n "$kernel" ]; then
 	[ -r "$kernel" ] || die "--kernel: cannot read $kernel"
 else
 	kernel=$(fetch_kernel)
+	kernel=$(pvh_kernel "$kernel")
 fi
 if [ $fetch_only = 1 ]; then
 	echo "$kernel"
@@ -261,7 +296,7 @@ chmod +x "$root/init"
 log=$work/console.log
 start=$(date +%s)
 set +e
-timeout "$timeout_s" "$qemu" -cpu max -smp 2,sockets=2,cores=1,threads=1 -m 1G \
+timeout "$timeout_s" "$qemu" -cpu "$cpu" -smp 2,sockets=2,cores=1,threads=1 -m 1G \
 	-nographic -no-reboot -nic none \
 	-kernel "$kernel" -initrd "$work/initrd.gz" \
 	-append "console=ttyS0 panic=-1 quiet loglevel=3 $append" \
