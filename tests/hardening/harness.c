@@ -228,6 +228,13 @@ static int run_one(const char *self, const struct hrun *r, const char *prog)
 			tu_status_str(c.status), *rest ? ": " : "", *rest ? one_line(rest) : "");
 	if (ok && r->why)
 		fprintf(stderr, "    (%s)\n", r->why);
+	/* the child's notes */
+	for (const char *l = c.out; ok && *l;) {
+		size_t n = strcspn(l, "\n");
+		if (n >= 2 && l[0] == 'N' && l[1] == ' ')
+			fprintf(stderr, "    note: %.*s\n", (int)(n - 2), l + 2);
+		l += n + (l[n] == '\n');
+	}
 	return ok;
 }
 

@@ -17,7 +17,13 @@ hardening_tests = \
 	tests/hardening/interior-free \
 	tests/hardening/foreign-free \
 	tests/hardening/canary \
-	tests/hardening/guard-page
+	tests/hardening/guard-page \
+	tests/hardening/write-after-free \
+	tests/hardening/sized-free \
+	tests/hardening/uaf-run \
+	tests/hardening/quarantine \
+	tests/hardening/fill \
+	tests/hardening/random
 
 check_PROGRAMS += $(hardening_tests)
 TESTS += $(hardening_tests)
@@ -58,3 +64,39 @@ tests_hardening_guard_page_CFLAGS = $(hardening_cflags)
 tests_hardening_guard_page_CPPFLAGS = $(hardening_cppflags)
 tests_hardening_guard_page_LDADD = libxpfo.la
 tests_hardening_guard_page_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_write_after_free_SOURCES = tests/hardening/write-after-free.c $(hardening_common)
+tests_hardening_write_after_free_CFLAGS = $(hardening_cflags)
+tests_hardening_write_after_free_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_write_after_free_LDADD = libxpfo.la
+tests_hardening_write_after_free_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_sized_free_SOURCES = tests/hardening/sized-free.c $(hardening_common)
+tests_hardening_sized_free_CFLAGS = $(hardening_cflags)
+tests_hardening_sized_free_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_sized_free_LDADD = libxpfo.la
+tests_hardening_sized_free_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_uaf_run_SOURCES = tests/hardening/uaf-run.c $(hardening_common)
+tests_hardening_uaf_run_CFLAGS = $(hardening_cflags)
+tests_hardening_uaf_run_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_uaf_run_LDADD = libxpfo.la
+tests_hardening_uaf_run_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_quarantine_SOURCES = tests/hardening/quarantine.c $(hardening_common)
+tests_hardening_quarantine_CFLAGS = $(hardening_cflags)
+tests_hardening_quarantine_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_quarantine_LDADD = libxpfo.la
+tests_hardening_quarantine_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_fill_SOURCES = tests/hardening/fill.c $(hardening_common)
+tests_hardening_fill_CFLAGS = $(hardening_cflags)
+tests_hardening_fill_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_fill_LDADD = libxpfo.la
+tests_hardening_fill_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_random_SOURCES = tests/hardening/random.c $(hardening_common)
+tests_hardening_random_CFLAGS = $(hardening_cflags)
+tests_hardening_random_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_random_LDADD = libxpfo.la
+tests_hardening_random_LDFLAGS = $(hardening_ldflags)

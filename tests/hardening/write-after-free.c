@@ -1,0 +1,85 @@
+/* write-after-free.c - with waf_check (on in strict; needs zero_on_free or
+ * junk), a freed small slot must still hold its fill when it is handed out
+ * again (or leaves the quarantine); a write through a stale pointer is
+ * fatal then:
+ *
+ *   xpfo: fatal: write after free of <p> (byte <k> of the block, size class <n>) (compartment "root")
+ *
+ * <n> is the slot size (malloc_usable_size + 8 with canaries).  The program
+ * allocates and frees the same size until it gets the freed slot back: with
+ * the check off it gets it back and ends silently, the stale write now in
+ * a live block.
+ */
+#include "harness.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int waf(const char *a, size_t n, int last)
+{
+	size_t canary = (size_t)h_arg_long(a, "canary", 0);
+	char *p = malloc(n);
+	if (!p)
+		return 97;
+	size_t u = malloc_usable_size(p);
+	size_t k = last ? u - 1 : 5;
+	memset(p, 'x', u);
+	free(p);
+	h_expect("xpfo: fatal: write after free of %p (byte %zu of the block, size class %zu)" ROOT,
+		 (void *)p, k, u + canary);
+	((volatile char *)h_opaque(p))[k] = 'A';
+	for (long i = 0; i < 2000000; i++) {
+		char *q = malloc(n);
+		if (!q)
+			return 97;
+		if (q == p)
+			return 0; /* reused: the stale write is in a live block now */
+		free(q);
+	}
+	h_note("the freed slot was never handed out again");
+	return 3;
+}
+
+static int c_first(const char *a) { return waf(a, 40, 0); }
+static int c_last_byte(const char *a) { return waf(a, 40, 1); }
+static int c_1000(const char *a) { return waf(a, 1000, 0); }
+
+static const struct hcase cases[] = {
+	{ "byte-5", c_first },
+	{ "last-byte", c_last_byte },
+	{ "size-1000", c_1000 },
+};
+
+#define WARN(opt) "xpfo: warning: option " opt ": *keeping the default"
+#define ON(c, o, arg) { c, o, HX_DETECT, SIGABRT, arg, NULL, "waf_check on" }
+#define OFF(c, o) { c, o, HX_SILENT, 0, NULL, NULL, "waf_check off: undetected" }
+#define ONOFF(c)                                                                 \
+	ON(c, "profile=strict", "canary=8"),                                     \
+	ON(c, "profile=default,waf_check=1", "canary=8"),                        \
+	ON(c, "profile=default,waf_check=1,junk=1", "canary=8"),                 \
+	ON(c, "profile=light,waf_check=1,zero_on_free=1", "canary=0"),           \
+	OFF(c, "profile=default"), OFF(c, "profile=light"),                      \
+	OFF(c, "profile=strict,waf_check=0")
+
+static const struct hrun runs[] = {
+	ONOFF("byte-5"),
+	ONOFF("last-byte"),
+	ONOFF("size-1000"),
+	/* waf_check without a fill to check is turned off, with a warning */
+	{ "byte-5", "profile=light,waf_check=1", HX_SILENT, 0, NULL,
+	  "xpfo: warning: option waf_check needs zero_on_free or junk: turned off",
+	  "no fill: check off" },
+	{ "byte-5", "profile=strict,zero_on_free=0", HX_SILENT, 0, NULL,
+	  "xpfo: warning: option waf_check needs zero_on_free or junk: turned off",
+	  "no fill: check off" },
+	{ "byte-5", "profile=strict,waf_check=on", HX_DETECT, SIGABRT, "canary=8",
+	  WARN("waf_check"), "bad value: strict's default (on) kept" },
+	{ "byte-5", "profile=default,waf_check=3", HX_SILENT, 0, NULL, WARN("waf_check"),
+	  "bad value: default's (off) kept" },
+};
+
+int main(int argc, char **argv)
+{
+	h_main(argc, argv, "write-after-free", cases, NELEM(cases), runs, NELEM(runs));
+}
