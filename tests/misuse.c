@@ -9,9 +9,8 @@
  * and the same "invalid realloc of" lines for realloc, and
  *   xpfo: fatal: sized free of <p> with size <n>: the block has size class <c> ...
  * for free_sized with a size from another class.  Addresses are printed as
- * printf's %p prints them.  For a page run the size class printed is the
- * run's size in bytes; for a slab block, the block's size class in bytes
- * (= malloc_usable_size of the block).
+ * printf's %p prints them.  The size class N is checked against bounds (see
+ * expect_class).
  *
  * Builds: tests/misuse (linked with libxpfo.la), tests/misuse-plain (run by
  * preload-misuse.sh under LD_PRELOAD).
@@ -19,6 +18,7 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -68,10 +68,34 @@ static void expect(const char *fmt, ...)
 
 #define ROOT " (compartment \"root\")"
 
-static size_t block_class(void *p, int large)
+/* The "size class N" in interior-pointer and sized-free messages is the
+ * block's slot size (small blocks; it can exceed malloc_usable_size when
+ * the slot holds a canary) or its run's size in bytes (page runs, which may
+ * be rounded up to a run class).  The test cannot know it exactly from the
+ * public API, so the child writes "{N}" in its expected line, preceded by a
+ * line "#N lo hi small" bounding it; the parent checks N against the bounds
+ * and, for small blocks, against xpfo's table of class sizes. */
+static void expect_class(void *p, int large, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void expect_class(void *p, int large, const char *fmt, ...)
 {
-	size_t u = malloc_usable_size(p);
-	return large ? (u + page - 1) & ~(page - 1) : u;
+	char buf[600];
+	size_t u = malloc_usable_size(p), lo, hi;
+	if (large) {
+		lo = (u + page - 1) & ~(page - 1);
+		hi = lo + lo / 4 + 2 * page;
+	} else {
+		lo = u;
+		hi = u + 64;
+	}
+	int n = snprintf(buf, sizeof buf, "#N %zu %zu %d\n", lo, hi, !large);
+	va_list ap;
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (write(expect_fd, buf, (size_t)n) != n)
+		_exit(98);
+	close(expect_fd);
 }
 
 static int double_free_size(size_t n)
@@ -106,6 +130,23 @@ static int c_double_free_after_flush(void *a)
 	free(p);
 	for (int i = 0; i < 64; i++)
 		free(keep[i]);
+	if (tu_x.present)
+		tu_x.flush();
+	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	free(opaque_ptr(p));
+	return 0;
+}
+
+/* The smallest form of the above: the freed run's neighbour run is freed
+ * too, and both revocations are applied, before the second free. */
+static int c_double_free_neighbour(void *a)
+{
+	(void)a;
+	char *n = malloc(20000), *p = malloc(200000);
+	memset(n, 1, 20000);
+	memset(p, 1, 200000);
+	free(p);
+	free(n);
 	if (tu_x.present)
 		tu_x.flush();
 	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
@@ -181,9 +222,9 @@ static int interior(size_t n, size_t off, int large)
 {
 	char *p = malloc(n);
 	memset(p, 1, n);
-	expect("xpfo: fatal: invalid free of %p: interior pointer of the block "
-	       "at %p (size class %zu)" ROOT "\n",
-	       (void *)(p + off), (void *)p, block_class(p, large));
+	expect_class(p, large, "xpfo: fatal: invalid free of %p: interior pointer "
+		     "of the block at %p (size class {N})" ROOT "\n",
+		     (void *)(p + off), (void *)p);
 	free(opaque_ptr(p + off));
 	return 0;
 }
@@ -222,9 +263,9 @@ static int c_realloc_interior(void *a)
 	(void)a;
 	char *p = malloc(100);
 	memset(p, 1, 100);
-	expect("xpfo: fatal: invalid realloc of %p: interior pointer of the block "
-	       "at %p (size class %zu)" ROOT "\n",
-	       (void *)(p + 16), (void *)p, block_class(p, 0));
+	expect_class(p, 0, "xpfo: fatal: invalid realloc of %p: interior pointer "
+		     "of the block at %p (size class {N})" ROOT "\n",
+		     (void *)(p + 16), (void *)p);
 	p = realloc(opaque_ptr(p + 16), 200);
 	return p ? 3 : 4;
 }
@@ -238,8 +279,8 @@ static int c_free_sized_wrong(void *a)
 		return 97;
 	char *p = malloc(100);
 	memset(p, 1, 100);
-	expect("xpfo: fatal: sized free of %p with size 5000: the block has size "
-	       "class %zu" ROOT "\n", (void *)p, block_class(p, 0));
+	expect_class(p, 0, "xpfo: fatal: sized free of %p with size 5000: the "
+		     "block has size class {N}" ROOT "\n", (void *)p);
 	fs(opaque_ptr(p), 5000);
 	return 0;
 }
@@ -255,6 +296,7 @@ static const struct mcase cases[] = {
 	{ "double free, 64 KiB", c_double_free_large },
 	{ "double free, 5 MiB", c_double_free_huge },
 	{ "double free after flush and other allocations", c_double_free_after_flush },
+	{ "double free of a run after its neighbour run was freed, after flush", c_double_free_neighbour },
 	{ "double free, second free on another thread", c_double_free_other_thread },
 	{ "free of a stack address", c_free_stack },
 	{ "free of an mmap'd page", c_free_mmap },
@@ -280,6 +322,51 @@ static int run_case(void *arg)
 	struct wrap *w = arg;
 	expect_fd = w->fd;
 	return w->fn(NULL);
+}
+
+/* Does stderr match the expected line?  Handles the "#N" form (see
+ * expect_class); on a mismatch, why is written to `why`. */
+static int match(const char *err, const char *want, char *why, size_t whylen)
+{
+	size_t lo, hi;
+	int small;
+	const char *tmpl = want;
+
+	why[0] = 0;
+	if (strncmp(want, "#N ", 3) != 0)
+		return strcmp(err, want) == 0;
+	if (sscanf(want, "#N %zu %zu %d", &lo, &hi, &small) != 3 ||
+	    !(tmpl = strchr(want, '\n')))
+		tu_hard_error("bad expectation from the child: %s", want);
+	tmpl++;
+	const char *hole = strstr(tmpl, "{N}");
+	size_t pre = (size_t)(hole - tmpl);
+	if (strncmp(err, tmpl, pre) != 0)
+		return 0;
+	const char *num = err + pre;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(num, &end, 10);
+	if (end == num || errno || strcmp(end, hole + 3) != 0)
+		return 0;
+	if (v < lo || v > hi) {
+		snprintf(why, whylen, "size class %llu outside [%zu, %zu] "
+			 "(malloc_usable_size and its rounding)", v, lo, hi);
+		return 0;
+	}
+	if (small && tu_x.present) {
+		struct xpfo_stats st;
+		int found = 0;
+		tu_stats(&st);
+		for (int c = 0; c < XPFO_STATS_CLASSES; c++)
+			found |= st.class_size[c] == v;
+		if (!found) {
+			snprintf(why, whylen, "size class %llu is not in xpfo's "
+				 "table of class sizes", v);
+			return 0;
+		}
+	}
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -313,12 +400,14 @@ int main(int argc, char **argv)
 			continue;
 		}
 		int sig_ok = WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGABRT;
-		int msg_ok = strcmp(c.err, want) == 0;
+		char why[200];
+		int msg_ok = match(c.err, want, why, sizeof why);
 		CHECK(sig_ok, "%s: child ended by %s, not SIGABRT", cases[i].name,
 		      tu_status_str(c.status));
-		CHECK(msg_ok, "%s: stderr is\n    \"%.*s\"\n  expected exactly\n    \"%.*s\"",
+		CHECK(msg_ok, "%s: stderr is\n    \"%.*s\"\n  expected exactly\n    \"%s\"%s%s",
 		      cases[i].name, (int)c.errlen, c.err,
-		      (int)strlen(want), want);
+		      strncmp(want, "#N ", 3) ? want : strchr(want, '\n') + 1,
+		      why[0] ? "\n  " : "", why);
 		if (sig_ok && msg_ok)
 			fprintf(stderr, "ok: %s: %s", cases[i].name, c.err);
 	}
