@@ -61,32 +61,72 @@ size_t h_page(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-unsigned long h_mapping_end(const void *p)
+void h_maps_foreach(void (*fn)(unsigned long lo, unsigned long hi, const char *prot,
+			       const char *path, void *arg), void *arg)
 {
-	static char buf[1 << 17];
+	static char buf[1 << 18];
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	size_t len = 0;
 	ssize_t r;
-	unsigned long a = (unsigned long)p;
 	if (fd < 0)
-		return 0;
+		_exit(97);
 	while (len < sizeof buf - 1 && (r = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
 		len += (size_t)r;
 	close(fd);
+	if (len == sizeof buf - 1)
+		_exit(97);
 	buf[len] = 0;
-	for (char *line = buf; line && *line;) {
-		char *end;
-		unsigned long lo = strtoul(line, &end, 16), hi;
-		if (*end != '-')
-			return 0;
-		hi = strtoul(end + 1, NULL, 16);
-		if (a >= lo && a < hi)
-			return hi;
-		line = strchr(line, '\n');
-		if (line)
-			line++;
+	for (char *line = buf; *line;) {
+		char *nl = strchr(line, '\n'), *end, prot[8] = "", *path;
+		if (nl)
+			*nl = 0;
+		unsigned long lo = strtoul(line, &end, 16), hi = 0;
+		if (*end == '-')
+			hi = strtoul(end + 1, &end, 16);
+		while (*end == ' ')
+			end++;
+		memcpy(prot, end, 4);
+		prot[4] = 0;
+		path = strchr(end, '/');
+		fn(lo, hi, prot, path ? path : "", arg);
+		if (!nl)
+			break;
+		line = nl + 1;
 	}
-	return 0;
+}
+
+struct find {
+	unsigned long a, lo, hi;
+	char prot[8];
+};
+
+static void find_one(unsigned long lo, unsigned long hi, const char *prot, const char *path,
+		     void *arg)
+{
+	struct find *f = arg;
+	(void)path;
+	if (f->a >= lo && f->a < hi) {
+		f->lo = lo;
+		f->hi = hi;
+		snprintf(f->prot, sizeof f->prot, "%s", prot);
+	}
+}
+
+static struct find find_mapping(const void *p)
+{
+	struct find f = { (unsigned long)p, 0, 0, "" };
+	h_maps_foreach(find_one, &f);
+	return f;
+}
+
+unsigned long h_mapping_start(const void *p) { return find_mapping(p).lo; }
+unsigned long h_mapping_end(const void *p) { return find_mapping(p).hi; }
+
+const char *h_mapping_prot(const void *p)
+{
+	static char prot[8];
+	snprintf(prot, sizeof prot, "%s", find_mapping(p).prot);
+	return prot;
 }
 
 long h_arg_long(const char *arg, const char *key, long dflt)
@@ -242,6 +282,10 @@ int h_main(int argc, char **argv, const char *prog, const struct hcase *cases, s
 	   const struct hrun *runs, size_t nruns)
 {
 	tu_prog = prog;
+	/* a direct call: the program links libxpfo even if it calls nothing
+	 * else of it (--as-needed) */
+	if (!xpfo_backend())
+		tu_hard_error("xpfo_backend() returned NULL");
 	if (argc >= 3 && !strcmp(argv[1], "--case")) {
 		for (size_t i = 0; i < ncases; i++)
 			if (!strcmp(cases[i].name, argv[2]))

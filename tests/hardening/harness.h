@@ -52,8 +52,14 @@ void *h_opaque(void *p);
 /* The violation line fault.c writes for a write at `a` described as
  * `owner` (e.g. "owned by the allocator (guard page)"), from this thread. */
 void h_expect_violation(const char *access, const void *a, const char *owner);
-/* End of the mapping that contains p, from /proc/self/maps (0 if none). */
+/* Start and end of the mapping that contains p, and its permissions
+ * ("rw-p"), from /proc/self/maps (0 and "" if none). */
+unsigned long h_mapping_start(const void *p);
 unsigned long h_mapping_end(const void *p);
+const char *h_mapping_prot(const void *p);
+/* Calls fn(lo, hi, prot, path, arg) for each line of /proc/self/maps. */
+void h_maps_foreach(void (*fn)(unsigned long lo, unsigned long hi, const char *prot,
+			       const char *path, void *arg), void *arg);
 /* Page size. */
 size_t h_page(void);
 /* The case's argument ("" when none), and a numeric one. */

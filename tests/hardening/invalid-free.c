@@ -8,7 +8,10 @@
  * xpfo's own out-of-line metadata.  "Not an allocated block": a pointer into
  * a freed run (not its start), into the unused tail of a slab, and (with
  * guard_large) the guard page after a run.  Control: the handle is destroyed
- * through the API, and a block is freed at its start, silently.
+ * through the API, and a block is freed at its start, silently.  Also
+ * malloc_usable_size of a freed block:
+ *
+ *   xpfo: fatal: malloc_usable_size of freed pointer <p> (compartment "root")
  */
 #include "harness.h"
 
@@ -74,6 +77,46 @@ static int c_guard_page(const char *a)
 	return 0;
 }
 
+/* The slab table and the segment table: the parts of the metadata region
+ * below the pool the compartment handle is in.  meta.c lays the region out
+ * as guard, segment table, guard, slab table, guard, pool, guard; the
+ * mappings in /proc/self/maps show it (each part is its own mapping, the
+ * guards are one page each).  `part`: 1 the slab table, 2 the segment table. */
+static int metadata_below(int part)
+{
+	xpfo_compartment_t *c = xpfo_compartment_create("hardening", 0);
+	if (!c)
+		return 97;
+	unsigned long lo = h_mapping_start(c);
+	for (int i = 0; i < part && lo; i++) {
+		unsigned long guard = h_mapping_start((char *)lo - 1);
+		if (!guard || lo - guard != h_page() || h_mapping_prot((char *)guard)[0] != '-')
+			return 97;
+		lo = h_mapping_start((char *)guard - 1);
+		if (!lo || strncmp(h_mapping_prot((char *)lo), "rw", 2))
+			return 97;
+	}
+	char *p = (char *)lo + 64;
+	h_expect("xpfo: fatal: invalid free of %p: points into xpfo's metadata" ROOT, (void *)p);
+	free(h_opaque(p));
+	return 0;
+}
+
+static int c_slab_table(const char *a) { (void)a; return metadata_below(1); }
+static int c_segment_table(const char *a) { (void)a; return metadata_below(2); }
+
+/* malloc_usable_size of a freed block is misuse too, and says what it is */
+static int c_usable_size_freed(const char *a)
+{
+	(void)a;
+	char *p = malloc(32);
+	if (!p)
+		return 97;
+	free(p);
+	h_expect("xpfo: fatal: malloc_usable_size of freed pointer %p" ROOT, (void *)p);
+	return malloc_usable_size(h_opaque(p)) ? 3 : 4;
+}
+
 static int c_run_ok(const char *a)
 {
 	(void)a;
@@ -87,6 +130,9 @@ static int c_run_ok(const char *a)
 static const struct hcase cases[] = {
 	{ "metadata", c_metadata },
 	{ "metadata-ok", c_metadata_ok },
+	{ "slab-table", c_slab_table },
+	{ "segment-table", c_segment_table },
+	{ "usable-size-of-freed", c_usable_size_freed },
 	{ "freed-run-inside", c_freed_run_inside },
 	{ "slab-tail", c_slab_tail },
 	{ "guard-page", c_guard_page },
@@ -100,6 +146,9 @@ static const struct hcase cases[] = {
 
 static const struct hrun runs[] = {
 	ALL("metadata", HX_DETECT, SIGABRT),
+	ALL("slab-table", HX_DETECT, SIGABRT),
+	ALL("segment-table", HX_DETECT, SIGABRT),
+	ALL("usable-size-of-freed", HX_DETECT, SIGABRT),
 	ALL("freed-run-inside", HX_DETECT, SIGABRT),
 	ALL("slab-tail", HX_DETECT, SIGABRT),
 	{ "guard-page", "profile=default", HX_DETECT, SIGABRT, NULL, NULL, NULL },

@@ -16,14 +16,15 @@ hardening_tests = \
 	tests/hardening/invalid-free \
 	tests/hardening/interior-free \
 	tests/hardening/foreign-free \
+	tests/hardening/sized-free \
 	tests/hardening/canary \
 	tests/hardening/guard-page \
 	tests/hardening/write-after-free \
-	tests/hardening/sized-free \
-	tests/hardening/uaf-run \
 	tests/hardening/quarantine \
+	tests/hardening/uaf-run \
 	tests/hardening/fill \
-	tests/hardening/random
+	tests/hardening/random \
+	tests/hardening/seal
 
 check_PROGRAMS += $(hardening_tests)
 TESTS += $(hardening_tests)
@@ -53,6 +54,12 @@ tests_hardening_foreign_free_CPPFLAGS = $(hardening_cppflags)
 tests_hardening_foreign_free_LDADD = libxpfo.la
 tests_hardening_foreign_free_LDFLAGS = $(hardening_ldflags)
 
+tests_hardening_sized_free_SOURCES = tests/hardening/sized-free.c $(hardening_common)
+tests_hardening_sized_free_CFLAGS = $(hardening_cflags)
+tests_hardening_sized_free_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_sized_free_LDADD = libxpfo.la
+tests_hardening_sized_free_LDFLAGS = $(hardening_ldflags)
+
 tests_hardening_canary_SOURCES = tests/hardening/canary.c $(hardening_common)
 tests_hardening_canary_CFLAGS = $(hardening_cflags)
 tests_hardening_canary_CPPFLAGS = $(hardening_cppflags)
@@ -71,23 +78,17 @@ tests_hardening_write_after_free_CPPFLAGS = $(hardening_cppflags)
 tests_hardening_write_after_free_LDADD = libxpfo.la
 tests_hardening_write_after_free_LDFLAGS = $(hardening_ldflags)
 
-tests_hardening_sized_free_SOURCES = tests/hardening/sized-free.c $(hardening_common)
-tests_hardening_sized_free_CFLAGS = $(hardening_cflags)
-tests_hardening_sized_free_CPPFLAGS = $(hardening_cppflags)
-tests_hardening_sized_free_LDADD = libxpfo.la
-tests_hardening_sized_free_LDFLAGS = $(hardening_ldflags)
+tests_hardening_quarantine_SOURCES = tests/hardening/quarantine.c $(hardening_common)
+tests_hardening_quarantine_CFLAGS = $(hardening_cflags)
+tests_hardening_quarantine_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_quarantine_LDADD = libxpfo.la
+tests_hardening_quarantine_LDFLAGS = $(hardening_ldflags)
 
 tests_hardening_uaf_run_SOURCES = tests/hardening/uaf-run.c $(hardening_common)
 tests_hardening_uaf_run_CFLAGS = $(hardening_cflags)
 tests_hardening_uaf_run_CPPFLAGS = $(hardening_cppflags)
 tests_hardening_uaf_run_LDADD = libxpfo.la
 tests_hardening_uaf_run_LDFLAGS = $(hardening_ldflags)
-
-tests_hardening_quarantine_SOURCES = tests/hardening/quarantine.c $(hardening_common)
-tests_hardening_quarantine_CFLAGS = $(hardening_cflags)
-tests_hardening_quarantine_CPPFLAGS = $(hardening_cppflags)
-tests_hardening_quarantine_LDADD = libxpfo.la
-tests_hardening_quarantine_LDFLAGS = $(hardening_ldflags)
 
 tests_hardening_fill_SOURCES = tests/hardening/fill.c $(hardening_common)
 tests_hardening_fill_CFLAGS = $(hardening_cflags)
@@ -100,3 +101,9 @@ tests_hardening_random_CFLAGS = $(hardening_cflags)
 tests_hardening_random_CPPFLAGS = $(hardening_cppflags)
 tests_hardening_random_LDADD = libxpfo.la
 tests_hardening_random_LDFLAGS = $(hardening_ldflags)
+
+tests_hardening_seal_SOURCES = tests/hardening/seal.c $(hardening_common)
+tests_hardening_seal_CFLAGS = $(hardening_cflags)
+tests_hardening_seal_CPPFLAGS = $(hardening_cppflags)
+tests_hardening_seal_LDADD = libxpfo.la
+tests_hardening_seal_LDFLAGS = $(hardening_ldflags)

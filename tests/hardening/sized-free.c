@@ -48,6 +48,8 @@ static int c_small_ok(const char *a) { return sized(a, "free_sized", 100, 100); 
 static int c_small_same_class(const char *a) { return sized(a, "free_sized", 100, 97); }
 static int c_run(const char *a) { return sized(a, "free_sized", 65536, 32768); }
 static int c_run_ok(const char *a) { return sized(a, "free_sized", 65536, 65536); }
+static int c_huge(const char *a) { return sized(a, "free_sized", 5u << 20, 4u << 20); }
+static int c_huge_ok(const char *a) { return sized(a, "free_sized", 5u << 20, 5u << 20); }
 static int c_small_as_run(const char *a) { return sized(a, "free_sized", 100, 100000); }
 static int c_delete(const char *a) { return sized(a, "_ZdlPvm", 100, 24); }
 static int c_delete_ok(const char *a) { return sized(a, "_ZdlPvm", 100, 100); }
@@ -79,6 +81,8 @@ static const struct hcase cases[] = {
 	{ "free_sized-next-class", c_small_next },
 	{ "free_sized-small-as-run", c_small_as_run },
 	{ "free_sized-run", c_run },
+	{ "free_sized-huge", c_huge },
+	{ "free_sized-huge-ok", c_huge_ok },
 	{ "delete", c_delete },
 	{ "delete[]", c_delete_array },
 	{ "free_aligned_sized", c_aligned },
@@ -100,12 +104,14 @@ static const struct hrun runs[] = {
 	ALL("free_sized-next-class", HX_DETECT, SIGABRT),
 	ALL("free_sized-small-as-run", HX_DETECT, SIGABRT),
 	ALL("free_sized-run", HX_DETECT, SIGABRT),
+	ALL("free_sized-huge", HX_DETECT, SIGABRT),
 	ALL("delete", HX_DETECT, SIGABRT),
 	ALL("delete[]", HX_DETECT, SIGABRT),
 	ALL("free_aligned_sized", HX_DETECT, SIGABRT),
 	ALL("free_sized-ok", HX_SILENT, 0),
 	ALL("free_sized-same-class", HX_SILENT, 0),
 	ALL("free_sized-run-ok", HX_SILENT, 0),
+	ALL("free_sized-huge-ok", HX_SILENT, 0),
 	ALL("delete-ok", HX_SILENT, 0),
 	ALL("delete[]-ok", HX_SILENT, 0),
 	ALL("free_aligned_sized-ok", HX_SILENT, 0),
