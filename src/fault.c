@@ -87,7 +87,8 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	XPFO_ENTRY;
 	uintptr_t a = (uintptr_t)si->si_addr;
 	if (!__atomic_load_n(&xpfo_ready, __ATOMIC_ACQUIRE) || !in_heap(a) ||
-	    (sig == SIGSEGV && si->si_code != SEGV_ACCERR && si->si_code != SEGV_MAPERR)) {
+	    (sig == SIGSEGV && si->si_code != SEGV_ACCERR && si->si_code != SEGV_MAPERR &&
+	     si->si_code != 4 /* SEGV_PKUERR */)) {
 		chain(sig, si, uc);
 		return;
 	}

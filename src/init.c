@@ -67,8 +67,11 @@ static void init_core(void)
 	if ((e = meta_init()) || (e = pages_init()))
 		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
 	pkeys_init();
-	if (seal_meta && (e = meta_tag(key_alloc)))
-		xpfo_fatal("cannot seal the metadata with the allocator's key (errno %d)", (long)e);
+	if (seal_meta) {
+		pkeys_sealed(); /* open first: tagging must not lock this thread out */
+		if ((e = meta_tag(key_alloc)))
+			xpfo_fatal("cannot seal the metadata with the allocator's key (errno %d)", (long)e);
+	}
 	comp_table[comp_root.id] = &comp_root;
 	stat_inc(compartments);
 	char buf[64];
@@ -125,8 +128,8 @@ struct tstate *tstate_slow(void)
 	gather_init(&t->g);
 	rng_init(&t->rng);
 	t->hard = heap_hard_flags();
-	pkeys_thread_update(t);
 	t->heap = &t->root_heap;
+	pkeys_thread_update(t);
 	t->tid = os_gettid();
 	pthread_mutex_lock(&threads_lock);
 	t->next = threads;

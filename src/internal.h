@@ -143,12 +143,14 @@ extern __thread uint64_t tl_pkru __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t tl_pkru_open __attribute__((tls_model("initial-exec")));
 extern __thread unsigned tl_seal_depth __attribute__((tls_model("initial-exec")));
 void pkeys_write(uint64_t v);
-/* Entry and exit of every xpfo entry point when the metadata is sealed:
- * open the allocator's key, and close it when the outermost entry returns
- * (a signal handler's entry opens it again: its rights are the kernel's). */
+/* Entry and exit of every xpfo entry point on the pkeys backend: open the
+ * allocator's key (when the metadata is sealed), and at the outermost exit
+ * write the thread's own rights, so that a signal handler, which starts
+ * with the kernel's default rights, can use what malloc gave it (the
+ * interrupted rights come back with sigreturn). */
 static inline unsigned seal_enter(void)
 {
-	if (unlikely(seal_meta)) {
+	if (unlikely(pkeys_on)) {
 		tl_seal_depth++;
 		pkeys_write(tl_pkru_open);
 	}
@@ -157,7 +159,7 @@ static inline unsigned seal_enter(void)
 static inline void seal_exit(unsigned *unused)
 {
 	(void)unused;
-	if (unlikely(seal_meta) && --tl_seal_depth == 0)
+	if (unlikely(pkeys_on) && tl_seal_depth && --tl_seal_depth == 0)
 		pkeys_write(tl_pkru);
 }
 #define XPFO_ENTRY unsigned xpfo_seal_ __attribute__((cleanup(seal_exit), unused)) = seal_enter()
@@ -166,6 +168,7 @@ static inline int key_revoked(void) { return pkeys_on ? key_alloc : -1; }
 /* key for pages open to everyone (root, open keyless compartments) */
 static inline int key_plain(void) { return pkeys_on ? 0 : -1; }
 void pkeys_init(void);                       /* picks the backend */
+void pkeys_sealed(void);                     /* the metadata was just sealed */
 void pkeys_thread_update(struct tstate *t);  /* rights for t's compartment */
 int pkeys_comp_key(struct xpfo_compartment *c); /* c->key or -1 */
 /* enter/leave bookkeeping in pkeys mode; false: c has no key (mprotect way) */

@@ -30,6 +30,10 @@ __thread uint64_t tl_pkru __attribute__((tls_model("initial-exec")));
 __thread uint64_t tl_pkru_open __attribute__((tls_model("initial-exec")));
 __thread unsigned tl_seal_depth __attribute__((tls_model("initial-exec")));
 
+/* pkey_alloc sets the calling thread's rights for the new key to this:
+ * none, so a key never opens by being allocated */
+#define PKEY_NO_ACCESS 1
+
 static pthread_mutex_t pk_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct xpfo_compartment *key_owner[ARCH_PKEY_KEYS ? ARCH_PKEY_KEYS : 1];
 static bool key_ours[ARCH_PKEY_KEYS ? ARCH_PKEY_KEYS : 1];
@@ -58,7 +62,7 @@ void pkeys_init(void)
 		xpfo_sealed.g.backend_note = arch_pkey_status_str(st);
 		return;
 	}
-	int k = arch_pkey_sys_alloc(0, 0);
+	int k = arch_pkey_sys_alloc(0, PKEY_NO_ACCESS);
 	if (k < 0) {
 		if (opt.backend == BACKEND_PKEYS) {
 			os_write(2, "xpfo: error: backend=pkeys: no key for the allocator\n", 53);
@@ -72,6 +76,17 @@ void pkeys_init(void)
 	pkeys_on = 1;
 	seal_meta = opt.seal_metadata;
 	xpfo_sealed.g.backend_note = seal_meta ? "metadata sealed" : NULL;
+}
+
+/* Start-up sealed the metadata in the middle of the call that started xpfo:
+ * that call now counts as the outermost entry, with the allocator's key
+ * open until it returns. */
+void pkeys_sealed(void)
+{
+	tl_pkru = arch_pkey_reg_only_key0();
+	tl_pkru_open = arch_pkey_reg_set((arch_pkey_reg_t)tl_pkru, key_alloc, ARCH_PKEY_RW);
+	tl_seal_depth = 1;
+	arch_pkey_reg_write((arch_pkey_reg_t)tl_pkru_open);
 }
 
 int pkeys_comp_key(struct xpfo_compartment *c)
@@ -90,7 +105,7 @@ void pkeys_thread_update(struct tstate *t)
 	if (c != &comp_root && c->key > 0)
 		r = arch_pkey_reg_set(r, c->key, ARCH_PKEY_RW);
 	tl_pkru = r;
-	tl_pkru_open = arch_pkey_reg_set(r, key_alloc, ARCH_PKEY_RW);
+	tl_pkru_open = seal_meta ? arch_pkey_reg_set(r, key_alloc, ARCH_PKEY_RW) : r;
 	arch_pkey_reg_write((arch_pkey_reg_t)(tl_seal_depth ? tl_pkru_open : tl_pkru));
 }
 
@@ -100,7 +115,7 @@ static int key_new(void)
 	for (int k = 1; k < ARCH_PKEY_KEYS; k++)
 		if (key_ours[k] && !key_owner[k] && k != key_alloc)
 			return k;
-	int k = arch_pkey_sys_alloc(0, 0);
+	int k = arch_pkey_sys_alloc(0, PKEY_NO_ACCESS);
 	if (k <= 0 || k >= ARCH_PKEY_KEYS)
 		return -1;
 	key_ours[k] = true;
