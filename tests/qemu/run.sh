@@ -255,8 +255,10 @@ echo "TEST_TIMEOUT=$test_timeout" >>"$root/tests/env"
 
 cat >"$root/init" <<'EOF'
 #!/bin/busybox sh
-# The guest side of tests/qemu/run.sh: every line for the host starts
-# with the marker, so kernel messages cannot be mistaken for results.
+# The guest side of tests/qemu/run.sh.  Every line for the host starts
+# with the marker and goes to the second serial port, which carries
+# nothing else (kernel messages stay on the console, ttyS0, and cannot
+# break a result line); without a second port, to the console.
 /bin/busybox --install -s /bin
 export PATH=/bin:/tests/files
 M=XPFO-QEMU:
@@ -264,6 +266,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
+stty -F /dev/ttyS1 raw -echo 2>/dev/null && echo "$M HELLO" 2>/dev/null >/dev/ttyS1 &&
+	exec >/dev/ttyS1
 echo "$M BOOT $(uname -r) cpus=$(grep -c '^processor' /proc/cpuinfo) uptime=$(cut -d' ' -f1 /proc/uptime)"
 flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
 for f in pku ospke; do
@@ -292,22 +296,41 @@ chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz" ||
 	die "cannot build the initramfs"
 
-# One boot.  -nic none: no network card, so no iPXE option ROM to wait for.
-log=$work/console.log
+# One boot.  -nic none: no network card, so no iPXE option ROM to wait
+# for.  The console (ttyS0) is QEMU's stdout; the results come on a second
+# ISA serial port (ttyS1) into a file of their own.
+console=$work/console.log
+results=$work/results.log
 start=$(date +%s)
 set +e
 timeout "$timeout_s" "$qemu" -cpu "$cpu" -smp 2,sockets=2,cores=1,threads=1 -m 1G \
 	-nographic -no-reboot -nic none \
+	-serial mon:stdio -serial file:"$results.raw" \
 	-kernel "$kernel" -initrd "$work/initrd.gz" \
 	-append "console=ttyS0 panic=-1 quiet loglevel=3 $append" \
-	</dev/null >"$log.raw" 2>&1
+	</dev/null >"$console.raw" 2>&1
 qrc=$?
 set -e
 elapsed=$(($(date +%s) - start))
-tr -d '\r' <"$log.raw" >"$log"
-[ -z "$keep" ] || cp "$log" "$keep"
+tr -d '\r' <"$console.raw" >"$console"
+touch "$results.raw"
+tr -d '\r' <"$results.raw" >"$results"
+# Without a second port the guest wrote its lines to the console.
+log=$results
+grep -q '^XPFO-QEMU: HELLO' "$results" || log=$console
+if [ -n "$keep" ]; then
+	cat "$console" >"$keep"
+	[ "$log" = "$console" ] || { echo "==== results (ttyS1)"; cat "$results"; } >>"$keep"
+fi
 
-tail_log() { tail -n 30 "$log" | sed 's/^/#   /'; }
+tail_log() {
+	echo "#   console:"
+	tail -n 30 "$console" | sed 's/^/#   /'
+	if [ "$log" != "$console" ]; then
+		echo "#   results port:"
+		tail -n 10 "$results" | sed 's/^/#   /'
+	fi
+}
 echo "# guest: $(sed -n 's/.*XPFO-QEMU: BOOT //p' "$log" | head -n 1) image=${kernel##*/}"
 if [ $qrc = 124 ]; then
 	echo "ERROR: ${prefix}boot (timeout after $timeout_s s); console tail:"
