@@ -36,7 +36,7 @@ bench_xb_micro_xpfo_LDFLAGS = -no-install
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/README.md bench/run.py bench/smoke.sh \
 	bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
-	bench/programs/sqlite-query.sql
+	bench/programs/sqlite-query.sql bench/results/baseline-quick.json
 
 PYTHON3 = python3
 BENCH_RUN = $(PYTHON3) $(abs_top_srcdir)/bench/run.py \
