@@ -809,6 +809,10 @@ def machine_info(ctx):
     rev = sh(["git", "-C", ctx.srcdir, "describe", "--always", "--dirty"])
     date = sh(["git", "-C", ctx.srcdir, "log", "-1", "--format=%cd", "--date=short"])
     versions["xpfo"] = ("%s (%s)" % (rev, date)) if rev else "unknown"
+    so = os.path.join(ctx.builddir, ".libs", "libxpfo.so")
+    if os.path.exists(so):
+        versions["xpfo"] += ", libxpfo.so built %s" % datetime.datetime.fromtimestamp(
+            os.path.getmtime(os.path.realpath(so)), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     info["versions"] = versions
     return info
 
@@ -1149,9 +1153,10 @@ def fmt_sp(m, sp):
     return fmt(m) + ("" if sp is None else " ±%.0f%%" % (sp / 2))
 
 
-def table(header, rows):
+def table(header, rows, text=False):
+    """Markdown table; numbers right-aligned unless text=True."""
     out = ["| " + " | ".join(header) + " |",
-           "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+           "|" + "|".join("---" if i == 0 or text else "---:" for i in range(len(header))) + "|"]
     for r in rows:
         out.append("| " + " | ".join(r) + " |")
     return "\n".join(out) + "\n"
@@ -1207,7 +1212,7 @@ def report(data, ctx):
         ["PKU (pku+ospke)", m["pku"]],
         ["xpfo backend", str(data["micro_context"].get("xpfo_backend") or "–")],
         ["vm.max_map_count", m.get("max_map_count", "?")]] +
-        [[k, v] for k, v in sorted(m["versions"].items())]))
+        [[k, v] for k, v in sorted(m["versions"].items())], text=True))
     o.append("<details><summary>CPU flags</summary>\n\n`%s`\n\n</details>\n" % m["cpu_flags"])
     o.append("## Allocators\n")
     rows = []
@@ -1216,7 +1221,7 @@ def report(data, ctx):
         if a["env"]:
             how += " " + " ".join("%s=%s" % kv for kv in a["env"].items())
         rows.append([a["name"], how, "yes" if a["ok"] else "no: " + a["why"]])
-    o.append(table(["name", "how", "ran"], rows))
+    o.append(table(["name", "how", "ran"], rows, text=True))
     o.append("## Summary\n")
     o.append(section_summary(data))
     o.append("\nTargets for xpfo's default (hardened) mode, from issue 5:\n\n" + targets(data))
