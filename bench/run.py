@@ -1474,25 +1474,23 @@ plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
         names = [n for n in names if re.search(r"revoke_pages/4/|revoke_pages_busy_peer/4/|"
                                                r"revoke_small/64/", n)] or names
         dat = os.path.join(out, "revoke_batch.dat")
+        header = "mode " + " ".join(n.replace("/real_time", "").replace("/", ":")
+                                    for n in names) + "\n"
         with open(dat, "w") as f:
-            f.write("mode " + " ".join(n.replace("/real_time", "").replace("/", ":")
-                                       for n in names) + "\n")
-            for m_ in order:
-                f.write(m_ + " " + " ".join(
-                    "%.2f" % v if v else "NaN" for v in
-                    [median([r.get(n, {}).get("ns_per_item") for r in data["ablation"][m_]])
-                     for n in names]) + "\n")
-            f.write("\n\n")
-            f.write("mode " + " ".join(n.replace("/real_time", "").replace("/", ":")
-                                       for n in names) + "\n")
-            for m_ in order:
-                f.write(m_ + " " + " ".join(
-                    "%.4f" % v if v is not None else "NaN" for v in
-                    [median([r.get(n, {}).get("revoke_sys_per_obj") for r in data["ablation"][m_]])
-                     for n in names]) + "\n")
-        gp = """set terminal pngcairo noenhanced size 1000,800 font "DejaVu Sans,10"
+            # index 0: ns per object; 1: revoking syscalls; 2: granting syscalls
+            for field, form in (("ns_per_item", "%.2f"), ("revoke_sys_per_obj", "%.4f"),
+                                ("grant_sys_per_obj", "%.4f")):
+                f.write(header)
+                for m_ in order:
+                    vals = [median([r.get(n, {}).get(field) for r in data["ablation"][m_]])
+                            for n in names]
+                    f.write(m_ + " " + " ".join(form % v if v is not None else "NaN"
+                                                for v in vals) + "\n")
+                f.write("\n\n")
+        n = len(names) + 1
+        gp = """set terminal pngcairo noenhanced size 1000,1050 font "DejaVu Sans,10"
 set output '%s'
-set multiplot layout 2,1 title "Revocation cost vs batch size (xpfo, backend %s; eager = one syscall per revocation)"
+set multiplot layout 3,1 title "Revocation cost vs batch size (xpfo, backend %s; medians of the repetitions)"
 set grid
 set key outside right
 set xtics rotate by -30
@@ -1503,9 +1501,11 @@ unset logscale y
 set yrange [0:*]
 set ylabel "revoking syscalls per object"
 plot for [i=2:%d] '%s' index 1 using 0:i:xtic(1) with linespoints lw 2 pt 7 title columnheader(i)
+set ylabel "granting syscalls per object"
+plot for [i=2:%d] '%s' index 2 using 0:i:xtic(1) with linespoints lw 2 pt 7 title columnheader(i)
 unset multiplot
 """ % (os.path.join(out, "revoke_batch.png"), data["micro_context"].get("xpfo_backend") or "?",
-            len(names) + 1, dat, len(names) + 1, dat)
+            n, dat, n, dat, n, dat)
         with open(os.path.join(out, "revoke_batch.gp"), "w") as f:
             f.write(gp)
         subprocess.run(["gnuplot", os.path.join(out, "revoke_batch.gp")], check=False)
