@@ -602,9 +602,11 @@ def redis_cmd(port, *args, timeout=1.0):
 
 def bench_timeout(ctx, runs):
     """A hang should not eat the time budget: once glibc has run a benchmark,
-    allow 30 times its median (at least 15 s), never more than ctx.timeout."""
+    allow 30 times its median (at least 15 s; 5 s in smoke mode), never more
+    than ctx.timeout."""
     g = median([r["wall"] for r in runs.get("glibc", []) if r])
-    return ctx.timeout if g is None else min(ctx.timeout, max(15.0, 30 * g))
+    floor = 5.0 if ctx.mode == "smoke" else 15.0
+    return ctx.timeout if g is None else min(ctx.timeout, max(floor, 30 * g))
 
 
 def run_bench(ctx, bench, alloc, profile=False, timeout=None):
@@ -932,16 +934,24 @@ def run_suite(ctx, args):
     profiles = {b.name: {} for b in runnable}
     keys = {b.name: {} for b in runnable}
     errors = []
+    dropped = set()
     metrics = {b.name: {a.name: [] for a in live} for b in runnable}
 
     for rep in range(ctx.repeat):
         for b in runnable:
             for a in live:
                 progress("rep %d/%d  %-8s under %s" % (rep + 1, ctx.repeat, b.name, a.name))
+                if a.name in dropped:
+                    results[b.name][a.name].append(None)
+                    continue
                 r = run_bench(ctx, b, a, timeout=bench_timeout(ctx, results[b.name]))
                 if r.error:
                     errors.append("%s under %s (rep %d): %s" % (b.name, a.name, rep + 1, r.error))
                     results[b.name][a.name].append(None)
+                    if ctx.mode == "smoke" and "timed out" in r.error and a.name != "glibc":
+                        # the smoke test must stay short: no more runs for it
+                        dropped.add(a.name)
+                        errors.append("%s dropped from the rest of the smoke run" % a.name)
                     continue
                 results[b.name][a.name].append(r.as_dict())
                 keys[b.name].setdefault(a.name, b.key(r))
@@ -949,6 +959,9 @@ def run_suite(ctx, args):
                     metrics[b.name][a.name].append(b.metrics(r))
     for b in runnable if ctx.profile else []:
         for a in live:
+            if a.name in dropped:
+                done[0] += 1
+                continue
             progress("profile %-8s under %s (strace -c -f, VMAs%s)" %
                      (b.name, a.name, ", xpfo stats" if a.xpfo else ""))
             r = run_bench(ctx, b, a, profile=True,
@@ -1053,7 +1066,7 @@ def micro_stat(data, bench, alloc):
 def summarize(data):
     """Ratios per benchmark and their geometric means."""
     allocs = [a["name"] for a in data["allocators"] if a["ok"]]
-    s = {"time": {}, "rss": {}, "micro": {}, "geomean": {}}
+    s = {"time": {}, "rss": {}, "micro": {}, "geomean": {}, "geomean_n": {}}
     for kind, field in (("time", "wall"), ("rss", "maxrss_kb")):
         for b in data["results"]:
             row = {}
@@ -1068,7 +1081,10 @@ def summarize(data):
         for ref in ("glibc", "mimalloc"):
             for a in allocs:
                 rs = [ratio(row.get(a), row.get(ref)) for row in s[kind].values()]
-                s["geomean"]["%s/%s/%s" % (kind, a, ref)] = geomean(rs)
+                key = "%s/%s/%s" % (kind, a, ref)
+                s["geomean"][key] = geomean(rs)
+                # how many benchmarks it covers (a failed one is left out)
+                s["geomean_n"][key] = [len([r for r in rs if r]), len(rs)]
     return s
 
 
@@ -1147,6 +1163,15 @@ def fmt(v, digits=3):
     return ("%%.%dg" % digits) % v
 
 
+def fmt_g(S, key):
+    """A geometric mean, with (n/N) when it covers only some benchmarks."""
+    v = S["geomean"].get(key)
+    n = S.get("geomean_n", {}).get(key)
+    if v is None or not n or n[0] == n[1]:
+        return fmt(v)
+    return "%s (%d/%d)" % (fmt(v), n[0], n[1])
+
+
 def fmt_sp(m, sp):
     if m is None:
         return "FAIL"
@@ -1164,15 +1189,15 @@ def table(header, rows, text=False):
 
 def section_summary(data):
     allocs = [a["name"] for a in data["allocators"] if a["ok"]]
-    g = data["summary"]["geomean"]
-    n = len(data["summary"]["time"])
+    S = data["summary"]
+    n = len(S["time"])
     rows = []
     for a in allocs:
-        rows.append([a] + [fmt(g.get("%s/%s/%s" % (k, a, ref)))
+        rows.append([a] + [fmt_g(S, "%s/%s/%s" % (k, a, ref))
                            for k in ("time", "rss") for ref in ("glibc", "mimalloc")] +
-                    [fmt(g.get("micro/%s/glibc" % a))])
+                    [fmt_g(S, "micro/%s/glibc" % a)])
     return ("Geometric means over %d workloads and programs (median of %d runs each; "
-            "lower is better):\n\n" % (n, data["repeat"]) +
+            "lower is better; (n/N): only n of N benchmarks ran):\n\n" % (n, data["repeat"]) +
             table(["allocator", "time / glibc", "time / mimalloc", "peak RSS / glibc",
                    "peak RSS / mimalloc", "micro time / glibc"], rows))
 
@@ -1181,16 +1206,21 @@ def targets(data):
     g = data["summary"]["geomean"]
     out = []
 
-    def line(what, v, limit):
+    def line(what, key, limit):
+        v = g.get(key)
+        cnt = data["summary"].get("geomean_n", {}).get(key)
         if v is None:
             out.append("- %s: not measured (allocator unavailable)" % what)
+        elif cnt and cnt[0] < cnt[1]:
+            out.append("- %s: %.2f over only %d of %d benchmarks (target <= %.2f): "
+                       "not comparable, see Failures" % (what, v, cnt[0], cnt[1], limit))
         else:
             out.append("- %s: **%.2f** (target <= %.2f): %s" % (
                 what, v, limit, "met" if v <= limit else "missed"))
-    line("xpfo (default) time / glibc", g.get("time/xpfo/glibc"), 1.2)
-    line("xpfo (default) time / mimalloc", g.get("time/xpfo/mimalloc"), 1.5)
-    line("xpfo (default) peak RSS / glibc", g.get("rss/xpfo/glibc"), 1.3)
-    line("xpfo revoke=off time / mimalloc", g.get("time/xpfo-off/mimalloc"), 1.1)
+    line("xpfo (default) time / glibc", "time/xpfo/glibc", 1.2)
+    line("xpfo (default) time / mimalloc", "time/xpfo/mimalloc", 1.5)
+    line("xpfo (default) peak RSS / glibc", "rss/xpfo/glibc", 1.3)
+    line("xpfo revoke=off time / mimalloc", "time/xpfo-off/mimalloc", 1.1)
     return "\n".join(out) + "\n"
 
 
@@ -1230,7 +1260,7 @@ def report(data, ctx):
         rows = []
         for b, row in S[kind].items():
             rows.append([b] + [fmt(ratio(row.get(a), row.get(ref))) for a in allocs])
-        rows.append(["**geomean**"] + [fmt(S["geomean"].get("%s/%s/%s" % (kind, a, ref)))
+        rows.append(["**geomean**"] + [fmt_g(S, "%s/%s/%s" % (kind, a, ref))
                                        for a in allocs])
         return table(["benchmark"] + allocs, rows)
 
@@ -1326,7 +1356,7 @@ def report(data, ctx):
         xa = [a for a in allocs if a.startswith("xpfo")]
         o.append(table(["benchmark"] + allocs + ["%s/glibc" % a for a in xa], rows))
         o.append("\nGeometric mean of the micro ratios to glibc: " + ", ".join(
-            "%s %s" % (a, fmt(S["geomean"].get("micro/%s/glibc" % a))) for a in allocs) + "\n")
+            "%s %s" % (a, fmt_g(S, "micro/%s/glibc" % a)) for a in allocs) + "\n")
     if data["ablation"]:
         o.append("\n## Revocation ablation\n")
         o.append("`bench/xb-micro-xpfo` (linked to libxpfo) run once per mode and "
