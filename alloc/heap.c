@@ -526,8 +526,10 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 		return a == base ? BLK_OK : BLK_INTERIOR;
 	}
 	if (kind != SEG_PAGES_K) {
+		/* a segment back in the pool: a page-aligned pointer into it
+		 * was a block's start (blocks of the pool's segments are runs) */
 		b->base = a;
-		return (a & (SEG_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
+		return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
 	}
 	uint32_t e = page_entry(sg, a);
 	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
