@@ -236,6 +236,10 @@ int main(int argc, char **argv)
 	      b.revokes, e.revokes, ratio);
 
 	/* informational */
+	if (iso_skip_slow()) {
+		fprintf(stderr, "     (XPFO_SKIP_SLOW: the informational runs are skipped)\n");
+		goto cross_check;
+	}
 	struct result br = run(NULL, "100", "run", "random");
 	struct result er = run("revoke=eager", "100", "run", "random");
 	fprintf(stderr, "     (info) the same, freed in random order:\n");
@@ -256,6 +260,7 @@ int main(int argc, char **argv)
 			bp.revokes ? (double)ep.revokes / (double)bp.revokes : 0.0);
 	}
 
+cross_check:;
 	long base = strace_baseline();
 	if (base < 0) {
 		fprintf(stderr, "     strace not installed: the syscall counts were not "

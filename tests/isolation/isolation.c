@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,69 @@ static int other_thread(void *arg)
 	return 10;
 }
 
+/* A thread outside compartment "vault" frees vault's small blocks (vault
+ * stays closed: no thread is inside); another thread, also outside, keeps
+ * reading vault's live blocks next to the ones being freed, catching the
+ * faults itself.  No read may succeed: whatever the free does to the slot
+ * (zeroing, canary checks), vault's pages must not become reachable. */
+#define RACE_N 100000
+static unsigned char *race_blk[RACE_N];
+static volatile int race_pos, race_stop;
+static sigjmp_buf race_jb;
+
+static void race_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(race_jb, 1);
+}
+
+static void *race_freer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i + 1 < RACE_N; i += 2) {
+		race_pos = i;
+		free(race_blk[i]);
+	}
+	race_stop = 1;
+	return NULL;
+}
+
+static int closed_while_freed(void *arg)
+{
+	(void)arg;
+	xpfo_compartment_t *c = mk("vault");
+	xpfo_compartment_t *prev = xpfo_enter(c);
+	NEED(prev, 3);
+	for (int i = 0; i < RACE_N; i++) {
+		race_blk[i] = malloc(48);
+		NEED(race_blk[i], 4);
+		memset(race_blk[i], 'S', 40);
+	}
+	xpfo_leave(prev);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = race_segv;
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGSEGV, &sa, NULL);
+	pthread_t th;
+	NEED(pthread_create(&th, NULL, race_freer, NULL) == 0, 5);
+	long tries = 0, reads = 0;
+	while (!race_stop) {
+		int i = race_pos | 1; /* a live neighbour of the slot being freed */
+		tries++;
+		if (!sigsetjmp(race_jb, 0) && rd(race_blk[i] + 8) == 'S')
+			reads++;
+	}
+	pthread_join(th, NULL);
+	if (reads) {
+		fprintf(stderr, "a thread outside \"vault\" read vault's live data %ld times in %ld "
+				"tries while another thread outside freed vault's blocks\n", reads, tries);
+		return 1;
+	}
+	fprintf(stderr, "%ld reads tried, all faulted\n", tries);
+	return 0;
+}
+
 /* ---- transfer ------------------------------------------------------------ */
 
 struct xfer_arg {
@@ -312,6 +376,25 @@ static int uaf_after_flush(void *arg)
 	return 13;
 }
 
+/* Root frees a run (its revocation is queued in root's gather); a
+ * compartment holding a run transferred from the same segment is destroyed;
+ * root flushes: the freed run must be revoked all the same. */
+static int uaf_after_destroy_neighbour(void *arg)
+{
+	(void)arg;
+	xpfo_compartment_t *d = mk("doomed");
+	unsigned char *p1 = malloc(RUN), *p2 = malloc(RUN);
+	NEED(p1 && p2, 3);
+	tu_fill(p1, RUN, 1);
+	NEED(xpfo_transfer(p2, d) == 0, 4);
+	free(p1);
+	NEED(xpfo_compartment_destroy(d) == 0, 5);
+	NEED(xpfo_flush() == 0, 6);
+	iso_expect(FREED, "read", (void *)(p1 + 8), (int)iso_gettid(), "root");
+	rd(p1 + 8);
+	return 15;
+}
+
 /* ---- STRICT, with the only thread ------------------------------------------ */
 
 static int strict_root_closed(void *arg)
@@ -386,6 +469,8 @@ int main(int argc, char **argv)
 		{ "closed compartment: read by a second thread", other_thread, NULL, SIGSEGV },
 		{ "closed compartment: read by a second thread inside another", other_thread, &yes,
 		  SIGSEGV },
+		{ "closed compartment: never readable while another thread frees its blocks",
+		  closed_while_freed, NULL, 0 },
 		{ "control: transfer, receiver uses the block", transfer_ok, NULL, 0 },
 		{ "transfer: old owner root writes", transfer_old_owner, &x_rw, SIGSEGV },
 		{ "transfer: old owner root reads", transfer_old_owner, &x_rr, SIGSEGV },
@@ -404,6 +489,8 @@ int main(int argc, char **argv)
 		{ "use after free + flush: read of a page run (inside)", uaf_after_flush, &u_in,
 		  SIGSEGV },
 		{ "use after free + flush: read of a huge block", uaf_after_flush, &u_huge, SIGSEGV },
+		{ "use after free + flush: root's run, a compartment with a run transferred from "
+		  "the same segment destroyed meanwhile", uaf_after_destroy_neighbour, NULL, SIGSEGV },
 		{ "control: STRICT, root usable again after leave", strict_ok, NULL, 0 },
 		{ "STRICT (one thread): root's memory from inside", strict_root_closed, NULL, SIGSEGV },
 	};

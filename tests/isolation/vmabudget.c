@@ -356,7 +356,7 @@ int main(int argc, char **argv)
 	tu_xpfo_init(1);
 	if (argc == 2 && !strcmp(argv[1], "--degraded"))
 		return degraded_child();
-	int rounds = iso_skip_slow() ? 32 : 64;
+	int rounds = iso_skip_slow() ? 16 : 32;
 	if (argc == 3 && !strcmp(argv[1], "--rounds"))
 		rounds = atoi(argv[2]);
 	else if (argc != 1)

@@ -7,7 +7,9 @@
  * owner, or destroy and reuse); the new owner writes its own bytes ('N');
  * reading the pipe must never return them.  Each case checks that the pages
  * really went to the new owner (xpfo_owner and overlapping addresses); when
- * the test cannot force that, it says so and fails.
+ * the test cannot force that, it says so and fails.  The test runs itself
+ * with XPFO_OPTIONS=reserve=1 (a 1 GiB heap) so that the new owner can be
+ * made to reach the old owner's segment despite random segment placement.
  *
  * A control run first shows that vmsplice aliases user pages on this kernel
  * (writing the pages after the vmsplice changes what the pipe returns);
@@ -117,33 +119,56 @@ static int verdict(long nn)
 	return 0;
 }
 
-/* Allocate up to tries blocks of size in c (entered) until one overlaps
- * [old, old+oldn); write 'N' into all of them. */
+/* Allocate blocks in c (entered) until one overlaps [old, old+oldn): first
+ * up to `tries` blocks of `size`, then 3 MiB blocks (whole segments) until the heap
+ * reservation runs out (the test runs with reserve=1: 256 segments, placed
+ * at random).  Only the overlapping block is written ('N', all of it); the
+ * others stay allocated so that each try takes new pages.  (3 MiB: one
+ * segment with its guard page.) */
 static unsigned char *reuse_in(xpfo_compartment_t *c, size_t size, const void *old,
 			       size_t oldn, int tries)
 {
 	xpfo_compartment_t *prev = c == xpfo_root() ? NULL : xpfo_enter(c);
 	unsigned char *hit = NULL;
-	for (int i = 0; i < tries && !hit; i++) {
+	size_t hit_size = 0;
+	int n = 0;
+	for (int i = 0; i < tries && !hit; i++, n++) {
 		unsigned char *q = malloc(size);
 		if (!q)
 			break;
-		memset(q, 'N', size);
 		if (overlaps(q, size, old, oldn)) {
 			hit = q;
-			if (xpfo_owner(q) != c) {
-				fprintf(stderr, "the reused block's owner is %s, not %s\n",
-					xpfo_owner(q) ? xpfo_compartment_name(xpfo_owner(q)) : "none",
-					xpfo_compartment_name(c));
-				hit = NULL;
-			}
+			hit_size = size;
+		}
+	}
+	for (int i = 0; i < 4096 && !hit; i++, n++) {
+		unsigned char *q = malloc(3u << 20);
+		if (!q)
+			break;
+		if (overlaps(q, 3u << 20, old, oldn)) {
+			hit = q;
+			hit_size = 3u << 20;
+		}
+	}
+	if (hit) {
+		memset(hit, 'N', hit_size);
+		if (xpfo_owner(hit) != c) {
+			fprintf(stderr, "the reused block's owner is %s, not %s\n",
+				xpfo_owner(hit) ? xpfo_compartment_name(xpfo_owner(hit)) : "none",
+				xpfo_compartment_name(c));
+			hit = NULL;
+		} else {
+			fprintf(stderr, "reuse: %s got the old pages after %d allocations (block %p, "
+					"%zu bytes)\n", xpfo_compartment_name(c), n + 1, (void *)hit,
+				hit_size);
 		}
 	}
 	if (prev)
 		xpfo_leave(prev);
 	if (!hit)
-		fprintf(stderr, "NO REUSE: %s never got the pages of the freed block at %p: the "
-				"test could not force reuse\n", xpfo_compartment_name(c), old);
+		fprintf(stderr, "NO REUSE: %s never got the pages of the freed block at %p in %d "
+				"allocations: the test could not force reuse\n",
+			xpfo_compartment_name(c), old, n);
 	return hit;
 }
 
@@ -195,7 +220,7 @@ static int by_segment_reuse(void *arg)
 	xpfo_leave(prev);
 	NEED(xpfo_flush() == 0, 6);
 	NEED(xpfo_owner(p) == NULL, 7);
-	if (!reuse_in(b, size, p, size, 4))
+	if (!reuse_in(b, size, p, size, 256))
 		return NOREUSE;
 	return verdict(drain_count_n(rfd, wfd, SPLICED));
 }
@@ -235,7 +260,7 @@ static int by_transfer_then_free(void *arg)
 	free(p);
 	xpfo_leave(prev);
 	NEED(xpfo_flush() == 0, 7);
-	if (!reuse_in(xpfo_root(), RUN, p, RUN, 16))
+	if (!reuse_in(xpfo_root(), RUN, p, RUN, 4096))
 		return NOREUSE;
 	return verdict(drain_count_n(rfd, wfd, SPLICED));
 }
@@ -268,7 +293,7 @@ static int by_destroy(void *arg)
 	xpfo_leave(prev);
 	NEED(xpfo_compartment_destroy(a) == 0, 8);
 	NEED(xpfo_owner(p) == NULL, 9);
-	if (!reuse_in(d->via_transfer ? xpfo_root() : b, RUN, p, RUN, 16))
+	if (!reuse_in(d->via_transfer ? xpfo_root() : b, RUN, p, RUN, 4096))
 		return NOREUSE;
 	return verdict(drain_count_n(rfd, wfd, SPLICED));
 }
@@ -298,9 +323,22 @@ static void control(void)
 	free(p);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
 	tu_prog = "vmsplice";
+	/* A small heap reservation (1 GiB, 256 segments) so that a new owner
+	 * can be made to get the old owner's pages even with random segment
+	 * placement: run again with reserve=1 added. */
+	const char *o = getenv("XPFO_OPTIONS");
+	if (!o || !strstr(o, "reserve=")) {
+		char buf[1024];
+		snprintf(buf, sizeof buf, "%s%sreserve=1", o ? o : "", o && *o ? "," : "");
+		setenv("XPFO_OPTIONS", buf, 1);
+		execv("/proc/self/exe", argv);
+		tu_hard_error("execv /proc/self/exe: %s", strerror(errno));
+	}
+	fprintf(stderr, "XPFO_OPTIONS=%s\n", o);
 	tu_xpfo_init(1);
 	iso_stdio_warmup();
 	control();
