@@ -13,6 +13,7 @@
 #include "harness.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,10 @@ static int overflow(size_t n, size_t off, unsigned char val, int how)
 	memset(p, 'x', u);
 	h_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
 		 (void *)p, u + 8);
+	/* a different byte (at off > 0 the canary's byte is random: writing
+	 * its own value would change nothing) */
+	if (off && ((volatile unsigned char *)p)[u + off] == val)
+		val = (unsigned char)~val;
 	((volatile char *)p)[u + off] = (char)val;
 	if (how == 0) {
 		free(h_opaque(p));
@@ -59,6 +64,55 @@ static int c_free_1000(const char *a) { (void)a; return overflow(1000, 0, 'A', 0
 static int c_free_last_byte(const char *a) { (void)a; return overflow(100, 7, 'A', 0); }
 static int c_realloc_move(const char *a) { (void)a; return overflow(100, 0, 'A', 1); }
 static int c_realloc_in_place(const char *a) { (void)a; return overflow(100, 0, 'A', 2); }
+/* Freed by another thread (the remote free path checks it too). */
+static char *remote_p;
+static void *free_remote(void *u)
+{
+	(void)u;
+	free(h_opaque(remote_p));
+	return NULL;
+}
+
+static int c_free_other_thread(const char *a)
+{
+	(void)a;
+	pthread_t t;
+	char *p = block(100);
+	size_t u = malloc_usable_size(p);
+	h_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
+		 (void *)p, u + 8);
+	((volatile char *)p)[u] = 'A';
+	remote_p = p;
+	if (pthread_create(&t, NULL, free_remote, NULL))
+		return 97;
+	pthread_join(t, NULL);
+	return 0;
+}
+
+/* An aligned block: its class is a multiple of the alignment, the canary
+ * still ends the slot. */
+static int c_aligned(const char *a)
+{
+	(void)a;
+	char *p = NULL;
+	size_t u = 0;
+	for (int i = 0; i < 64 && !p; i++) { /* as block(): not at a page's end */
+		p = aligned_alloc(64, 100);
+		if (!p)
+			return 97;
+		u = malloc_usable_size(p);
+		if ((((unsigned long)p + u) & (h_page() - 1)) == 0)
+			p = NULL;
+	}
+	if (!p)
+		return 97;
+	h_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
+		 (void *)p, u + 8);
+	((volatile char *)p)[u] = 'A';
+	free(h_opaque(p));
+	return 0;
+}
+
 static int c_nul(const char *a) { (void)a; return overflow(100, 0, 0, 0); }
 
 static const struct hcase cases[] = {
@@ -68,6 +122,8 @@ static const struct hcase cases[] = {
 	{ "free-canary-last-byte", c_free_last_byte },
 	{ "realloc-move", c_realloc_move },
 	{ "realloc-in-place", c_realloc_in_place },
+	{ "free-other-thread", c_free_other_thread },
+	{ "aligned", c_aligned },
 	{ "nul-past-the-end", c_nul },
 };
 
@@ -90,6 +146,8 @@ static const struct hrun runs[] = {
 	ONOFF("free-canary-last-byte"),
 	ONOFF("realloc-move"),
 	ONOFF("realloc-in-place"),
+	ONOFF("free-other-thread"),
+	ONOFF("aligned"),
 	{ "nul-past-the-end", "profile=default", HX_SILENT, 0, NULL, NULL,
 	  "by design: the canary's first byte is zero" },
 	{ "nul-past-the-end", "profile=strict", HX_SILENT, 0, NULL, NULL,

@@ -79,7 +79,26 @@ static int c_small_other_thread(const char *a)
 	return 0;
 }
 
+/* The first free from another thread (a remote free), the second here. */
+static int c_small_remote_first(const char *a)
+{
+	(void)a;
+	pthread_t t;
+	char *p = malloc(100);
+	if (!p)
+		return 97;
+	memset(p, 1, 100);
+	p_shared = p;
+	if (pthread_create(&t, NULL, free_it, NULL))
+		return 97;
+	pthread_join(t, NULL);
+	h_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
+	free(h_opaque(p));
+	return 0;
+}
+
 static const struct hcase cases[] = {
+	{ "small-remote-first", c_small_remote_first },
 	{ "small", c_small },
 	{ "small-once", c_small_once },
 	{ "largest-small", c_largest_small },
@@ -100,6 +119,7 @@ static const struct hrun runs[] = {
 	ALL("small", HX_DETECT, SIGABRT),
 	ALL("largest-small", HX_DETECT, SIGABRT),
 	ALL("small-other-thread", HX_DETECT, SIGABRT),
+	ALL("small-remote-first", HX_DETECT, SIGABRT),
 	ALL("run", HX_DETECT, SIGABRT),
 	ALL("run-flushed", HX_DETECT, SIGABRT),
 	ALL("run-segment-gone", HX_DETECT, SIGABRT),
