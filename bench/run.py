@@ -55,12 +55,13 @@ def log(msg):
 # allocators
 
 class Alloc:
-    def __init__(self, name, preload, env=None, xpfo=False, note=""):
+    def __init__(self, name, preload, env=None, xpfo=False, note="", only=None):
         self.name = name
         self.preload = preload  # path, or None for glibc
         self.env = env or {}
         self.xpfo = xpfo
         self.note = note
+        self.only = only  # the benchmarks it applies to (None: all)
         self.ok = True
         self.why = ""
 
@@ -82,7 +83,15 @@ def make_allocators(builddir):
         Alloc("xpfo", xpfo_so, {}, True, "default (revoke=batched)"),
         Alloc("xpfo-eager", xpfo_so, {"XPFO_OPTIONS": "revoke=eager"}, True),
         Alloc("xpfo-off", xpfo_so, {"XPFO_OPTIONS": "revoke=off"}, True),
+        # every thread but the first in a compartment of its own: only for
+        # the share-nothing workloads (each thread builds its own structure)
+        Alloc("xpfo-cthread", xpfo_so, {"XPFO_OPTIONS": "compartments=thread"}, True,
+              "compartments=thread, share-nothing workloads only", only={"tree", "hash"}),
     ]
+
+
+def applies(alloc, bench):
+    return alloc.only is None or bench.name in alloc.only
 
 
 def base_env():
@@ -356,10 +365,10 @@ SCALES = {
                "full": "-n 500000 -r 10"},
     "xmalloc": {"smoke": "-n 200", "quick": "-n 4000", "full": "-n 15000"},
     "scratch": {"smoke": "-n 5000", "quick": "-n 100000", "full": "-n 400000"},
-    "tree": {"smoke": "-n 5000 -r 1", "quick": "-n 60000 -r 2",
-             "full": "-n 150000 -r 3"},
-    "hash": {"smoke": "-n 5000 -r 1", "quick": "-n 80000 -r 2",
-             "full": "-n 200000 -r 3"},
+    "tree": {"smoke": "-n 5000 -r 1 -t 2", "quick": "-n 40000 -r 2 -t 2",
+             "full": "-n 100000 -r 3 -t 2"},
+    "hash": {"smoke": "-n 5000 -r 1 -t 2", "quick": "-n 50000 -r 2 -t 2",
+             "full": "-n 120000 -r 3 -t 2"},
     "frag": {"smoke": "-n 10000 -r 1", "quick": "-n 150000 -r 2",
              "full": "-n 300000 -r 4"},
     "sqlite": {"smoke": 2000, "quick": 30000, "full": 150000},
@@ -559,9 +568,10 @@ def make_benches():
         Workload("scratch", "cache-scratch: false sharing if an allocator "
                  "reuses a remotely allocated neighbour"),
         Workload("tree", "many small objects: BST build, lookup, half delete, "
-                 "reinsert, teardown"),
+                 "reinsert, teardown; 2 threads, one tree each (share nothing)"),
         Workload("hash", "many small objects: chained hash map with string "
-                 "keys/values, rehash growth, deletes, teardown"),
+                 "keys/values, rehash growth, deletes, teardown; 2 threads, one "
+                 "map each (share nothing)"),
         Workload("frag", "fragmentation: mixed sizes and lifetimes; peak RSS "
                  "and RSS per live byte"),
         Sqlite("sqlite", "sqlite3 CLI: sorts, group-bys, a join and an index "
@@ -689,7 +699,10 @@ def check_alloc(ctx, alloc):
     if alloc.preload and not os.path.exists(alloc.preload):
         return "%s not found" % alloc.preload
     exe = os.path.join(ctx.builddir, "bench", "xb-work")
-    for argv in (["/bin/true"], [exe, "larson", "-n", "1000", "-r", "1"]):
+    # larson frees across threads; a share-nothing variant gets tree instead
+    work = ["larson", "-n", "1000", "-r", "1"] if alloc.only is None else \
+        ["tree", "-n", "1000", "-r", "1", "-t", "2"]
+    for argv in (["/bin/true"], [exe] + work):
         if not os.access(argv[0], os.X_OK):
             continue
         p = Proc(argv, alloc_env(alloc), tmpdir=ctx.tmpdir)
@@ -915,11 +928,13 @@ def run_suite(ctx, args):
     comp_filter = ("^compartment_(enter_leave/16|malloc_in/64|transfer/8)/"
                    if ctx.mode == "smoke" else "^compartment_")
 
-    steps = ctx.repeat * len(runnable) * len(live)
+    pairs = len([1 for b in runnable for a in live if applies(a, b)])
+    micro_allocs = [a for a in live if a.only is None]
+    steps = ctx.repeat * pairs
     if ctx.profile:
-        steps += len(runnable) * len(live)  # profile runs
+        steps += pairs  # profile runs
     if do_micro:
-        steps += ctx.repeat * len(live)
+        steps += ctx.repeat * len(micro_allocs)
     if do_ablation:
         steps += ctx.repeat * (len(ablation_modes) + len(comp_modes))
     done = [0]
@@ -939,7 +954,7 @@ def run_suite(ctx, args):
 
     for rep in range(ctx.repeat):
         for b in runnable:
-            for a in live:
+            for a in [a for a in live if applies(a, b)]:
                 progress("rep %d/%d  %-8s under %s" % (rep + 1, ctx.repeat, b.name, a.name))
                 if a.name in dropped:
                     results[b.name][a.name].append(None)
@@ -958,7 +973,7 @@ def run_suite(ctx, args):
                 if isinstance(b, Workload):
                     metrics[b.name][a.name].append(b.metrics(r))
     for b in runnable if ctx.profile else []:
-        for a in live:
+        for a in [a for a in live if applies(a, b)]:
             if a.name in dropped:
                 done[0] += 1
                 continue
@@ -973,9 +988,9 @@ def run_suite(ctx, args):
     micro = {}
     micro_ctx = {}
     if do_micro:
-        micro = {a.name: [] for a in live}
+        micro = {a.name: [] for a in micro_allocs}
         for rep in range(ctx.repeat):
-            for a in live:
+            for a in micro_allocs:
                 progress("rep %d/%d  micro benchmarks under %s" % (rep + 1, ctx.repeat, a.name))
                 res, err, mctx = run_micro(ctx, micro_exe, alloc_env(a), micro_filter)
                 micro_ctx = mctx or micro_ctx
@@ -1020,7 +1035,8 @@ def run_suite(ctx, args):
         "elapsed_s": round(time.time() - start, 1),
         "command": " ".join(["bench/run.py"] + sys.argv[1:]),
         "allocators": [dict(name=a.name, preload=a.preload, env=a.env, ok=a.ok,
-                            why=a.why, note=a.note) for a in allocs],
+                            why=a.why, note=a.note,
+                            only=sorted(a.only) if a.only else None) for a in allocs],
         "benches": [dict(name=b.name, kind=b.kind, desc=b.desc, skip=b.skip) for b in benches],
         "results": results, "profiles": profiles, "metrics": metrics,
         "micro": micro, "micro_context": micro_ctx, "ablation": ablation,
@@ -1172,6 +1188,15 @@ def fmt_g(S, key):
     return "%s (%d/%d)" % (fmt(v), n[0], n[1])
 
 
+def cell(data, bench, alloc, field):
+    """median ± spread; n/a when the allocator does not apply; FAIL when
+    every run failed."""
+    m, sp, ok, n = bench_stat(data, bench, alloc, field)
+    if n == 0:
+        return "n/a"
+    return fmt_sp(m, sp)
+
+
 def fmt_sp(m, sp):
     if m is None:
         return "FAIL"
@@ -1269,7 +1294,7 @@ def report(data, ctx):
              "as a percentage of the median.  redis: the client's wall time.\n\n")
     rows = []
     for b in S["time"]:
-        rows.append([b] + [fmt_sp(*bench_stat(data, b, a, "wall")[:2]) for a in allocs])
+        rows.append([b] + [cell(data, b, a, "wall") for a in allocs])
     o.append(table(["benchmark"] + allocs, rows))
     o.append("\nTime ratio to glibc (lower is better):\n\n" + ratio_table("time", "glibc"))
     if "mimalloc" in allocs:
@@ -1279,7 +1304,7 @@ def report(data, ctx):
              "redis: the server), median ± half range.\n\n")
     rows = []
     for b in S["rss"]:
-        rows.append([b] + [fmt_sp(*bench_stat(data, b, a, "maxrss_kb")[:2]) for a in allocs])
+        rows.append([b] + [cell(data, b, a, "maxrss_kb") for a in allocs])
     o.append(table(["benchmark"] + allocs, rows))
     o.append("\nPeak RSS ratio to glibc:\n\n" + ratio_table("rss", "glibc"))
     if "mimalloc" in allocs:
@@ -1289,7 +1314,8 @@ def report(data, ctx):
         rows = []
         for a in allocs:
             vals = [float(x["rss_over_live"]) for x in frag.get(a, []) if "rss_over_live" in x]
-            rows.append([a, fmt(median(vals))])
+            if vals:
+                rows.append([a, fmt(median(vals))])
         o.append("\nfrag: resident bytes per live byte at the end of the last round "
                  "(lower is better):\n\n" + table(["allocator", "RSS / live"], rows))
 
@@ -1301,6 +1327,9 @@ def report(data, ctx):
         cells = []
         for a in allocs:
             runs = [r for r in data["results"][b][a] if r]
+            if not data["results"][b][a]:
+                cells.append("n/a")
+                continue
             if not runs:
                 cells.append("FAIL")
                 continue
@@ -1349,14 +1378,15 @@ def report(data, ctx):
                  "its free), from items/s; with 2 threads, the throughput of both.  "
                  "Median of the repetitions ± half range.\n\n")
         rows = []
+        mallocs = [a for a in allocs if a in data["micro"]]
+        xa = [a for a in mallocs if a.startswith("xpfo")]
         for n, row in data["summary"]["micro"].items():
-            cells = [fmt_sp(*micro_stat(data, n, a)) for a in allocs]
-            rel = [fmt(ratio(row.get(a), row.get("glibc"))) for a in allocs if a.startswith("xpfo")]
+            cells = [fmt_sp(*micro_stat(data, n, a)) for a in mallocs]
+            rel = [fmt(ratio(row.get(a), row.get("glibc"))) for a in xa]
             rows.append([n] + cells + rel)
-        xa = [a for a in allocs if a.startswith("xpfo")]
-        o.append(table(["benchmark"] + allocs + ["%s/glibc" % a for a in xa], rows))
+        o.append(table(["benchmark"] + mallocs + ["%s/glibc" % a for a in xa], rows))
         o.append("\nGeometric mean of the micro ratios to glibc: " + ", ".join(
-            "%s %s" % (a, fmt_g(S, "micro/%s/glibc" % a)) for a in allocs) + "\n")
+            "%s %s" % (a, fmt_g(S, "micro/%s/glibc" % a)) for a in mallocs) + "\n")
     if data["ablation"]:
         o.append("\n## Revocation ablation\n")
         o.append("`bench/xb-micro-xpfo` (linked to libxpfo) run once per mode and "
