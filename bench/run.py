@@ -1053,7 +1053,14 @@ def run_suite(ctx, args):
         plots(data, ctx)
     log("run.py: wrote %s/latest.md (%.0f s, load %s -> %s)" % (
         ctx.out, time.time() - start, load_start, data["load_end"]))
+    print("\nTime relative to glibc (median of %d runs; lower is better):\n" % ctx.repeat)
+    print(ratio_table_of(data, "time", "glibc"))
+    print("Peak RSS relative to glibc:\n")
+    print(ratio_table_of(data, "rss", "glibc"))
     print(section_summary(data))
+    print(targets(data))
+    if data["errors"]:
+        print("%d failed runs, see 'Failures' in %s/latest.md" % (len(data["errors"]), ctx.out))
     rc = 0
     if args.write_baseline:
         write_baseline(data, args.write_baseline)
@@ -1212,6 +1219,17 @@ def table(header, rows, text=False):
     return "\n".join(out) + "\n"
 
 
+def ratio_table_of(data, kind, ref):
+    """Per-benchmark ratios of `kind` (time, rss) to allocator `ref`."""
+    S = data["summary"]
+    allocs = [a["name"] for a in data["allocators"] if a["ok"]]
+    rows = []
+    for b, row in S[kind].items():
+        rows.append([b] + [fmt(ratio(row.get(a), row.get(ref))) for a in allocs])
+    rows.append(["**geomean**"] + [fmt_g(S, "%s/%s/%s" % (kind, a, ref)) for a in allocs])
+    return table(["benchmark"] + allocs, rows)
+
+
 def section_summary(data):
     allocs = [a["name"] for a in data["allocators"] if a["ok"]]
     S = data["summary"]
@@ -1282,12 +1300,7 @@ def report(data, ctx):
     o.append("\nTargets for xpfo's default (hardened) mode, from issue 5:\n\n" + targets(data))
 
     def ratio_table(kind, ref):
-        rows = []
-        for b, row in S[kind].items():
-            rows.append([b] + [fmt(ratio(row.get(a), row.get(ref))) for a in allocs])
-        rows.append(["**geomean**"] + [fmt_g(S, "%s/%s/%s" % (kind, a, ref))
-                                       for a in allocs])
-        return table(["benchmark"] + allocs, rows)
+        return ratio_table_of(data, kind, ref)
 
     o.append("\n## Time\n")
     o.append("Wall time in seconds, median of the runs, ± half the range (max−min) "
