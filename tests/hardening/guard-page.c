@@ -5,7 +5,7 @@
  *
  *   xpfo: violation: write of <a> owned by the allocator (guard page) from thread <tid> in compartment "root"
  *
- * then SIGSEGV.  With the guard off the message never names a guard page:
+ * then SIGSEGV (page runs, huge blocks, slabs).  With the guard off the message never names a guard page:
  * the write lands wherever the next page is (in these programs usually a
  * free page of the allocator, which faults too: XPFO's revocation, not the
  * guard, stops it then).
@@ -59,6 +59,20 @@ static int c_run_shrunk(const char *a)
 	return 0;
 }
 
+/* A huge block (whole segments) of exactly 4 MiB: guard_large adds a page,
+ * so the rest of its last segment stays inaccessible behind it. */
+static int c_huge(const char *a)
+{
+	(void)a;
+	size_t n = 4u << 20;
+	char *p = malloc(n);
+	if (!p)
+		return 97;
+	h_expect_violation("write", p + n, GUARD);
+	((volatile char *)p)[n] = 'A';
+	return 0;
+}
+
 /* A linear overflow from a small block to the end of its slab's pages. */
 static int c_slab(const char *a)
 {
@@ -79,6 +93,7 @@ static const struct hcase cases[] = {
 	{ "run", c_run },
 	{ "run-odd-size", c_run_odd },
 	{ "run-shrunk", c_run_shrunk },
+	{ "huge", c_huge },
 	{ "slab-linear", c_slab },
 };
 
@@ -101,6 +116,10 @@ static const struct hrun runs[] = {
 	ON("run-shrunk", "profile=strict"),
 	OFF("run-shrunk", "profile=light"),
 	OFF("run-shrunk", "profile=default,guard_large=0"),
+	ON("huge", "profile=default"),
+	ON("huge", "profile=strict"),
+	OFF("huge", "profile=light"),
+	OFF("huge", "profile=default,guard_large=0"),
 	ON("slab-linear", "profile=strict"),
 	ON("slab-linear", "profile=default,guard_slabs=1"),
 	ON("slab-linear", "profile=light,guard_slabs=1"),
