@@ -335,9 +335,10 @@ static void degraded(void)
 	free(errs);
 	CHECK(warnings == 1, "the over-the-budget warning appeared %d times (want once)", warnings);
 	CHECK(others == 0, "%d other xpfo lines on stderr", others);
-	long long released = iso_find_num(ch.out, "released");
+	const char *end = strstr(ch.out, "end ");
+	long long released = iso_find_num(end ? end : "", "released");
 	CHECK(released > 0, "no span was released instead of protected (released=%lld)", released);
-	long long wrong = iso_find_num(strstr(ch.out, "end ") ? strstr(ch.out, "end ") : "", "wrong");
+	long long wrong = iso_find_num(end ? end : "", "wrong");
 	CHECK(wrong == 0, "%lld runs lost their bytes while degraded", wrong);
 	const char *probe = strstr(ch.out, "probe ");
 	CHECK(probe != NULL, "no probe line");
