@@ -19,6 +19,7 @@ with strace -c -f, samples the VMA count and collects xpfo's counters
 """
 
 import argparse
+import copy
 import datetime
 import json
 import math
@@ -428,20 +429,24 @@ class Sqlite(Bench):
             self.skip = "sqlite3 not installed"
             return
         rows = SCALES["sqlite"][ctx.mode]
-        self.db = os.path.join(ctx.workdir, "sqlite-%d.db" % rows)
+        db = self.db(ctx)
         self.query = os.path.join(ctx.srcdir, "bench", "programs", "sqlite-query.sql")
-        if not os.path.exists(self.db):
+        if not os.path.exists(db):
             with open(os.path.join(ctx.srcdir, "bench", "programs", "sqlite-gen.sql")) as f:
                 sql = f.read().replace("@ROWS@", str(rows))
-            tmp = self.db + ".tmp"
+            tmp = db + ".tmp"
             if os.path.exists(tmp):
                 os.unlink(tmp)
             subprocess.run(["sqlite3", tmp], input=sql.encode(), check=True,
                            stdout=subprocess.DEVNULL, env=base_env())
-            os.rename(tmp, self.db)
+            os.rename(tmp, db)
+
+    @staticmethod
+    def db(ctx):
+        return os.path.join(ctx.workdir, "sqlite-%d.db" % SCALES["sqlite"][ctx.mode])
 
     def argv(self, ctx):
-        return ["sqlite3", "-batch", "-readonly", self.db]
+        return ["sqlite3", "-batch", "-readonly", self.db(ctx)]
 
     def stdin(self, ctx):
         return self.query
@@ -503,10 +508,10 @@ class Git(Bench):
             self.skip = "git not installed"
             return
         files, commits = SCALES["git"][ctx.mode]
-        self.repo = os.path.join(ctx.workdir, "git-%d-%d.git" % (files, commits))
-        if os.path.isdir(self.repo):
+        repo = self.repo(ctx)
+        if os.path.isdir(repo):
             return
-        tmp = self.repo + ".tmp"
+        tmp = repo + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         env = self.env_git(ctx)
         subprocess.run(["git", "init", "-q", "--bare", tmp], check=True, env=env)
@@ -516,7 +521,11 @@ class Git(Bench):
         fi.stdin.close()
         if fi.wait() != 0:
             raise RuntimeError("git fast-import failed")
-        os.rename(tmp, self.repo)
+        os.rename(tmp, repo)
+
+    @staticmethod
+    def repo(ctx):
+        return os.path.join(ctx.workdir, "git-%d-%d.git" % SCALES["git"][ctx.mode])
 
     @staticmethod
     def history(files, commits):
@@ -552,7 +561,7 @@ class Git(Bench):
                 "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
 
     def argv(self, ctx):
-        return ["git", "--git-dir", self.repo, "-c", "pack.threads=2",
+        return ["git", "--git-dir", self.repo(ctx), "-c", "pack.threads=2",
                 "-c", "pack.window=20", "-c", "gc.auto=0", "repack", "-a", "-d", "-f", "-q"]
 
     def env(self, ctx):
@@ -905,9 +914,16 @@ def run_suite(ctx, args):
         benches = [b for b in benches if b.name not in ("redis", "git", "python")]
     if args.only:
         benches = [b for b in benches if re.search(args.only, b.name)]
+    # Profile runs (strace stops the process at every traced syscall) use the
+    # quick inputs in a full run, to keep within the time budget.
+    pctx = copy.copy(ctx)
+    if ctx.mode == "full":
+        pctx.mode = "quick"
     for b in benches:
         try:
             b.setup(ctx)
+            if ctx.profile and pctx.mode != ctx.mode:
+                b.setup(pctx)
         except (OSError, subprocess.SubprocessError, RuntimeError) as e:
             b.skip = "setup failed: %s" % e
         if b.skip:
@@ -979,7 +995,7 @@ def run_suite(ctx, args):
                 continue
             progress("profile %-8s under %s (strace -c -f, VMAs%s)" %
                      (b.name, a.name, ", xpfo stats" if a.xpfo else ""))
-            r = run_bench(ctx, b, a, profile=True,
+            r = run_bench(pctx, b, a, profile=True,
                           timeout=3 * bench_timeout(ctx, results[b.name]))
             if r.error:
                 errors.append("%s under %s (profile run): %s" % (b.name, a.name, r.error))
@@ -1040,7 +1056,7 @@ def run_suite(ctx, args):
         "benches": [dict(name=b.name, kind=b.kind, desc=b.desc, skip=b.skip) for b in benches],
         "results": results, "profiles": profiles, "metrics": metrics,
         "micro": micro, "micro_context": micro_ctx, "ablation": ablation,
-        "compartments": compartments,
+        "compartments": compartments, "profile_mode": pctx.mode,
         "errors": errors,
     }
     data["summary"] = summarize(data)
@@ -1354,8 +1370,9 @@ def report(data, ctx):
 
     if any(p.get("syscalls") for pb in data["profiles"].values() for p in pb.values()):
         o.append("\n## Syscalls by kind\n")
-        o.append("From one separate, untimed run per benchmark and allocator under "
-                 "`strace -f -c --seccomp-bpf` (all threads and child processes; redis: "
+        o.append("From one separate, untimed run per benchmark and allocator (%s inputs) "
+                 "under `strace -f -c --seccomp-bpf` (all threads and child processes; redis: "
+                 % data.get("profile_mode", data["mode"]) +
                  "the server).  VMAs: the largest /proc/PID/maps line count of any "
                  "process of the run, sampled every 20 ms.\n\n")
         rows = []
@@ -1381,7 +1398,8 @@ def report(data, ctx):
     if xrows:
         o.append("\n## xpfo counters\n")
         o.append("xpfo's own counters (XPFO_OPTIONS=...,stats=1) from the same untimed "
-                 "run, summed over the processes of the run (levels: the largest).\n\n")
+                 "run (%s inputs), summed over the processes of the run (levels: the "
+                 "largest).\n\n" % data.get("profile_mode", data["mode"]))
         o.append(table(["benchmark", "mode"] + XPFO_COUNTERS + ["pages / revoke syscall"], xrows))
 
     if data["micro"]:
