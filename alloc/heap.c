@@ -67,22 +67,26 @@ static struct slab_list_head *list_of(struct theap *h, struct slab *s)
 static inline int free_fill(void) { return opt.junk ? 0xdf : 0; }
 
 /* Hardening reads and writes slots (canaries, fills).  A slot of a
- * compartment the calling thread is not inside may be closed right now
- * (mprotect backend): then its pages are opened for the moment, under the
- * compartment's lock so no enter or leave interleaves. */
+ * compartment the calling thread is not inside may be out of its reach right
+ * now: with a key, the thread's rights are widened for the moment (no
+ * syscall, nobody else gains anything); a closed compartment on the mprotect
+ * backend is read and written through /proc/self/mem, which needs no
+ * protection change, so no other thread ever sees the page open.  The
+ * compartment's lock keeps enter, leave and key moves out meanwhile. */
 struct touch {
 	struct xpfo_compartment *c;
+	bool indirect;        /* through /proc/self/mem */
+	bool opened;          /* fallback: the pages were opened for the moment */
+	bool rights;          /* pkeys: the thread's rights were widened */
 	uintptr_t a;
 	size_t len;
-	bool opened;
-	bool rights;          /* pkeys: the thread's rights were widened */
 	uint64_t saved;
 };
 
 static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	x->c = NULL;
-	x->opened = x->rights = false;
+	x->indirect = x->opened = x->rights = false;
 	struct xpfo_compartment *c = comp_table[owner];
 	if (!c || c == &comp_root || opt.revoke == REVOKE_OFF || (t->depth && t->heap->comp == c &&
 								   !t->borrowed))
@@ -91,7 +95,6 @@ static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void 
 	x->c = c;
 	int key = pkeys_comp_key(c);
 	if (key > 0) {
-		/* keyed: open the key in this thread's rights, no syscall */
 		x->saved = arch_pkey_reg_read();
 		arch_pkey_reg_write(arch_pkey_reg_set((arch_pkey_reg_t)x->saved, key, ARCH_PKEY_RW));
 		x->rights = true;
@@ -99,10 +102,17 @@ static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void 
 	}
 	if (c->open)
 		return;
+	char probe;
+	if (os_mem_read(p, &probe, 1) == 0) {
+		x->indirect = true;
+		return;
+	}
+	/* no /proc/self/mem: open the pages for the moment (a window in which
+	 * other threads could reach them; docs/security.md) */
 	x->a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
 	x->len = align_up((uintptr_t)p + n, PAGE_SIZE) - x->a;
 	if (os_protect_key((void *)x->a, x->len, OS_RW, key_plain()))
-		xpfo_fatal("cannot open a page of compartment \"%s\" to check a slot", c->name);
+		xpfo_fatal("cannot reach a slot of compartment \"%s\"", c->name);
 	x->opened = true;
 }
 
@@ -119,11 +129,57 @@ static void touch_end(struct touch *x)
 		pthread_mutex_unlock(&x->c->lock);
 }
 
+static void t_read(struct touch *x, const void *p, void *buf, size_t n)
+{
+	if (!x->indirect)
+		memcpy(buf, p, n);
+	else if (os_mem_read(p, buf, n))
+		xpfo_fatal("cannot read a slot of compartment \"%s\"", x->c->name);
+}
+
+static void t_write(struct touch *x, void *p, const void *buf, size_t n)
+{
+	if (!x->indirect)
+		memcpy(p, buf, n);
+	else if (os_mem_write(p, buf, n))
+		xpfo_fatal("cannot write a slot of compartment \"%s\"", x->c->name);
+}
+
+static void t_fill(struct touch *x, void *p, int byte, size_t n)
+{
+	if (!x->indirect) {
+		memset(p, byte, n);
+		return;
+	}
+	unsigned char buf[1024];
+	memset(buf, byte, sizeof buf);
+	for (size_t at = 0; at < n; at += sizeof buf)
+		t_write(x, (char *)p + at, buf, n - at < sizeof buf ? n - at : sizeof buf);
+}
+
+/* Offset of the first byte of p[0..n) that is not `byte`, or n. */
+static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
+{
+	unsigned char buf[1024];
+	for (size_t at = 0; at < n; at += sizeof buf) {
+		size_t k = n - at < sizeof buf ? n - at : sizeof buf;
+		const unsigned char *b = (const unsigned char *)p + at;
+		if (x->indirect) {
+			t_read(x, b, buf, k);
+			b = buf;
+		}
+		for (size_t i = 0; i < k; i++)
+			if (b[i] != (unsigned char)byte)
+				return at + i;
+	}
+	return n;
+}
+
 void heap_zero_in(uint16_t owner, void *p, size_t n)
 {
 	struct touch x;
 	touch_begin(&x, tstate_get(), owner, p, n);
-	memset(p, 0, n);
+	t_fill(&x, p, 0, n);
 	touch_end(&x);
 }
 
@@ -364,16 +420,14 @@ static __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab
 	struct touch x;
 	touch_begin(&x, t, s->owner, p, size);
 	if (opt.waf_check) {
-		const unsigned char *b = p;
-		unsigned char f = (unsigned char)free_fill();
-		for (size_t i = 0; i < user; i++)
-			if (b[i] != f)
-				waf_fatal(p, i, s->cls);
+		size_t off = t_first_not(&x, p, free_fill(), user);
+		if (off < user)
+			waf_fatal(p, off, s->cls);
 	}
 	if (opt.junk)
-		memset(p, 0xdb, user);
+		t_fill(&x, p, 0xdb, user);
 	if (canary_bytes)
-		memcpy((char *)p + user, &s->canary, sizeof s->canary);
+		t_write(&x, (char *)p + user, &s->canary, sizeof s->canary);
 	touch_end(&x);
 }
 
@@ -617,12 +671,18 @@ static __attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls)
 		   (unsigned long)classes[cls].size, t ? t->heap->comp->name : "root");
 }
 
-static inline void canary_check(const struct slab *s, void *p)
+static inline void canary_check_x(struct touch *x, const struct slab *s, void *p)
 {
 	uint64_t c;
-	memcpy(&c, (char *)p + classes[s->cls].size - canary_bytes, sizeof c);
+	t_read(x, (char *)p + classes[s->cls].size - canary_bytes, &c, sizeof c);
 	if (unlikely(c != s->canary))
 		canary_fatal(p, s->cls);
+}
+
+static inline void canary_check(const struct slab *s, void *p)
+{
+	struct touch x = { .indirect = false };
+	canary_check_x(&x, s, p);
 }
 
 /* Give slot i back: to the heap that allocates from its slab, or to the
@@ -715,12 +775,10 @@ static void quarantine_evict(struct tstate *t, void *p)
 	if (opt.waf_check) {
 		struct touch x;
 		touch_begin(&x, t, s->owner, p, k->size);
-		const unsigned char *b = p;
-		unsigned char f = (unsigned char)free_fill();
-		for (size_t j = 0; j < k->size - canary_bytes; j++)
-			if (b[j] != f)
-				waf_fatal(p, j, s->cls);
+		size_t off = t_first_not(&x, p, free_fill(), k->size - canary_bytes);
 		touch_end(&x);
+		if (off < k->size - canary_bytes)
+			waf_fatal(p, off, s->cls);
 	}
 	__atomic_fetch_and(&s->quar[i / 64], ~(1ull << (i % 64)), __ATOMIC_RELAXED);
 	slot_release(t, s, i);
@@ -768,9 +826,9 @@ static __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab
 	struct touch x;
 	touch_begin(&x, t, s->owner, p, classes[s->cls].size);
 	if (canary_bytes)
-		canary_check(s, p);
+		canary_check_x(&x, s, p);
 	if (opt.zero_on_free || opt.junk)
-		memset(p, free_fill(), classes[s->cls].size - canary_bytes);
+		t_fill(&x, p, free_fill(), classes[s->cls].size - canary_bytes);
 	touch_end(&x);
 	if (opt.quarantine) {
 		quarantine_push(t, s, i, p);

@@ -197,14 +197,18 @@ static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsign
 /* Take pages [i, i+n) of s: they leave the free map, get placeholder entries
  * and are counted as mapped and (maybe) resident.  Returns whether all were
  * clean. */
-static bool seg_take_pages(struct segment *s, size_t i, size_t n)
+static bool seg_take_pages(struct segment *s, size_t i, size_t n, uint16_t owner)
 {
 	bit_fill(s->free_map, i, n, false);
 	s->free_pages -= (uint32_t)n;
 	size_t clean = bit_count(s->clean_map, i, n);
 	bit_fill(s->clean_map, i, n, false);
-	for (size_t k = 0; k < n; k++)
+	/* the owner from the start: an open/close walk that runs before the
+	 * run is set up must already count these pages as the owner's */
+	for (size_t k = 0; k < n; k++) {
+		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_TAIL, k), __ATOMIC_RELAXED);
+	}
 	stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, (int64_t)clean);
 	stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)n);
 	return clean == n;
@@ -233,7 +237,7 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
 		}
 	}
 	if (s) {
-		*clean = seg_take_pages(s, i, npages);
+		*clean = seg_take_pages(s, i, npages, c->id);
 		r = seg_addr(s) + (i << PAGE_SHIFT);
 	}
 	pthread_mutex_unlock(&heap_lock);
@@ -399,7 +403,7 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 	pthread_mutex_lock(&heap_lock);
 	bool ok = bit_next(s->free_map, i + npages, i + new_npages, false) == i + new_npages;
 	if (ok)
-		seg_take_pages(s, i + npages, extra);
+		seg_take_pages(s, i + npages, extra, page_owner(s, addr));
 	pthread_mutex_unlock(&heap_lock);
 	if (!ok)
 		return false;

@@ -368,9 +368,17 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 		return NULL;
 	struct xpfo_compartment *prev = t->heap->comp;
 	bool strict = c->flags & XPFO_COMPARTMENT_STRICT;
-	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT) && os_thread_count() != 1) {
-		errno = EPERM; /* root cannot be closed for one thread only */
-		return NULL;
+	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT)) {
+		/* a thread just joined can linger in /proc for a moment */
+		long n = os_thread_count();
+		for (int i = 0; i < 1000 && n > 1; i++) {
+			sched_yield();
+			n = os_thread_count();
+		}
+		if (n != 1) {
+			errno = EPERM; /* root cannot be closed for one thread only */
+			return NULL;
+		}
 	}
 	struct theap *h = theap_for(t, c);
 	if (!h) {
@@ -551,7 +559,10 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 			seg_list_add(to, s);
 		} else {
 			size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
-			for (size_t k = 0; k < npages; k++)
+			/* the run's guard page goes with it */
+			size_t n = npages + (i + npages < SEG_PAGES &&
+					     PG_TYPE(s->page[i + npages]) == PG_GUARD);
+			for (size_t k = 0; k < n; k++)
 				__atomic_store_n(&s->aux[i + k], to->id, __ATOMIC_RELAXED);
 			if (s->owner != to->id)
 				add_xseg(to, (uint32_t)seg_index(s));
@@ -602,13 +613,15 @@ static void dl_add(struct destroy_list *dl, uintptr_t a, size_t np, uint32_t gen
 	dl->r[dl->n++] = (struct range){ a, (uint32_t)np, 0, RK_RUN, 1, 0, 0, gen, 0, 0 };
 }
 
-/* Pages of s owned by id (live or queued) into dl. */
+/* Live pages of s owned by id into dl.  Queued ones stay with the gathers
+ * that hold them: those revoke and release them as usual (the segment
+ * keeps its gen, so nobody else's queued runs in it are dropped). */
 static void collect_owned(struct destroy_list *dl, struct segment *s, uint16_t id)
 {
 	uintptr_t base = seg_addr(s);
 	for (size_t p = 0; p < SEG_PAGES; p++) {
 		unsigned t = PG_TYPE(s->page[p]);
-		if (t != PG_FREE && t != PG_QUAR && s->aux[p] == id)
+		if ((t == PG_SLAB || t == PG_LARGE || t == PG_TAIL || t == PG_GUARD) && s->aux[p] == id)
 			dl_add(dl, base + (p << PAGE_SHIFT), 1, s->gen);
 	}
 }
@@ -670,7 +683,6 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 			/* it holds runs given to others: it stays, carved by root */
 			collect_owned(&dl, s, c->id);
 			s->owner = comp_root.id;
-			s->gen++;
 			seg_list_add(&comp_root, s);
 		}
 	}
@@ -683,10 +695,6 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 			if (seg_table[i].kind == SEG_PAGES_K)
 				collect_owned(&dl, &seg_table[i], c->id);
 	}
-	for (unsigned i = 0; i < dl.n; i++)
-		seg_of(dl.r[i].addr)->gen++; /* drops queued runs of those pages */
-	for (unsigned i = 0; i < dl.n; i++)
-		dl.r[i].gen = seg_of(dl.r[i].addr)->gen;
 	memset(c->abandoned, 0, sizeof c->abandoned);
 	c->nxsegs = 0;
 	pthread_mutex_unlock(&heap_lock);

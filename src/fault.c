@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct sigaction old_segv, old_bus;
 
@@ -97,10 +98,17 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	describe_owner(owner, sizeof owner, a);
 	int w = arch_fault_is_write(uc);
 	struct tstate *t = tl_state;
+	long tid = os_gettid();
+	char cname[48];
+	if (t && t->heap)
+		fmt_str(cname, sizeof cname, "%s", t->heap->comp->name);
+	else if (opt.compartments == COMP_MODE_THREAD && tid != getpid())
+		fmt_str(cname, sizeof cname, "thread %d", tid); /* the one it gets first */
+	else
+		fmt_str(cname, sizeof cname, "root");
 	size_t len = fmt_str(line, sizeof line - 1,
 			     "xpfo: violation: %s of %p %s from thread %d in compartment \"%s\"",
-			     w < 0 ? "access" : w ? "write" : "read", (void *)a, owner,
-			     os_gettid(), t && t->heap ? t->heap->comp->name : "root");
+			     w < 0 ? "access" : w ? "write" : "read", (void *)a, owner, tid, cname);
 	line[len++] = '\n';
 	os_write(2, line, len);
 	to_default(sig); /* the access runs again and the default action ends it */

@@ -222,6 +222,7 @@ static void fork_child(void)
 	pthread_mutex_unlock(&heap_lock);
 	pthread_mutex_unlock(&threads_lock);
 	struct tstate *self = tl_state;
+	os_mem_forget();
 	if (self)
 		self->tid = os_gettid();
 	for (;;) {

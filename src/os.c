@@ -148,7 +148,116 @@ int os_remap(void *addr, size_t size, enum os_prot prot)
 	return e;
 }
 
+static int mem_io(bool write, void *addr, void *buf, size_t n);
+static int fresh_copy_remap(void *addr, size_t size, bool readable, enum os_prot prot, int key);
+
 int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int key)
+{
+	int e = injected(OS_OP_PROTECT);
+	if (e)
+		return e;
+	/* Through /proc/self/mem: copy out, drop the frames, copy into fresh
+	 * ones, then the new protection.  No protection opens on the way and
+	 * the VMA is not replaced, so it can still merge with its neighbours. */
+	int saved = errno;
+	stat_inc(mmap_syscalls);
+	void *tmp = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	errno = saved;
+	if (tmp == MAP_FAILED)
+		return ENOMEM;
+	e = mem_io(false, addr, tmp, size);
+	if (e == ENOSYS) {
+		munmap(tmp, size);
+		return fresh_copy_remap(addr, size, readable, prot, key);
+	}
+	if (!e)
+		e = os_purge(addr, size);
+	if (!e)
+		e = mem_io(true, addr, tmp, size);
+	if (!e)
+		e = os_protect_key(addr, size, prot, key);
+	munmap(tmp, size);
+	return e;
+}
+
+static int mem_fd = -2; /* -2: not tried; -1: unavailable */
+
+static int mem_open(void)
+{
+	int fd = __atomic_load_n(&mem_fd, __ATOMIC_ACQUIRE);
+	if (fd != -2)
+		return fd;
+	int saved = errno;
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	errno = saved;
+	int expect = -2;
+	if (!__atomic_compare_exchange_n(&mem_fd, &expect, fd, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		if (fd >= 0)
+			close(fd);
+		fd = expect;
+	}
+	return fd;
+}
+
+/* After fork the child has its own mm, and the inherited descriptor still
+ * names the parent's: reopen lazily. */
+void os_mem_forget(void)
+{
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = -2;
+}
+
+static int mem_io(bool write, void *addr, void *buf, size_t n)
+{
+	int fd = mem_open();
+	if (fd < 0)
+		return ENOSYS;
+	int saved = errno, e = 0;
+	char *b = buf;
+	uintptr_t a = (uintptr_t)addr;
+	while (n) {
+		ssize_t r = write ? pwrite(fd, b, n, (off_t)a) : pread(fd, b, n, (off_t)a);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			e = r < 0 ? errno : EIO;
+			break;
+		}
+		a += (size_t)r;
+		b += r;
+		n -= (size_t)r;
+	}
+	errno = saved;
+	return e;
+}
+
+int os_mem_read(const void *addr, void *buf, size_t n)
+{
+	return mem_io(false, (void *)addr, buf, n);
+}
+
+int os_mem_write(void *addr, const void *buf, size_t n)
+{
+	return mem_io(true, addr, (void *)buf, n);
+}
+
+int os_mem_zero(void *addr, size_t n)
+{
+	static const char zero[4096];
+	while (n) {
+		size_t k = n < sizeof zero ? n : sizeof zero;
+		int e = mem_io(true, addr, (void *)zero, k);
+		if (e)
+			return e;
+		addr = (char *)addr + k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int fresh_copy_remap(void *addr, size_t size, bool readable, enum os_prot prot, int key)
 {
 	int e = injected(OS_OP_PROTECT);
 	if (e)

@@ -34,6 +34,14 @@ int os_remap(void *addr, size_t size, enum os_prot prot);
  * protection prot.  `readable` says whether the range can be read now (else
  * it is made readable for the copy).  The old frames leave the process. */
 int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int key);
+/* Read or write this process's memory through /proc/self/mem, which
+ * ignores page protections and protection keys: for the allocator's own
+ * work on pages it must not open to the process (a closed compartment's).
+ * Returns 0 or an errno (ENOSYS when /proc/self/mem cannot be used). */
+int os_mem_read(const void *addr, void *buf, size_t n);
+int os_mem_write(void *addr, const void *buf, size_t n);
+int os_mem_zero(void *addr, size_t n);
+void os_mem_forget(void); /* in a fork child */
 /* Threads of this process (from /proc/self/status), or -errno. */
 long os_thread_count(void);
 /* Random bytes from the kernel. */

@@ -227,8 +227,14 @@ int tu_run_cmd(char *const argv[], const char *const envset[],
 	return 0;
 }
 
+#ifdef TU_STATIC
+/* statically linked with libxpfo.a (the QEMU guest): direct references,
+ * which also make the linker take the API's objects from the archive */
+#define RESOLVE(field, name) tu_x.field = xpfo_##field
+#else
 #define RESOLVE(field, name) \
 	*(void **)(&tu_x.field) = dlsym(RTLD_DEFAULT, name)
+#endif
 
 void tu_xpfo_init(int require)
 {

@@ -54,3 +54,60 @@ EXTRA_DIST += tests/qemu/README tests/qemu/run.sh tests/qemu/pkeys-rig.sh \
 check-qemu: $(QEMU_TEST_BINARIES)
 	cd $(top_builddir) && $(SHELL) $(abs_top_srcdir)/tests/qemu/run.sh \
 		$(QEMU_FLAGS) $(QEMU_TEST_BINARIES)
+
+# The same suites in the guest, on both backends: static builds of the
+# allocator tests (TU_STATIC: the API by direct reference, not dlsym).
+qemu_static_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -DTU_REQUIRE_XPFO=1 -DTU_STATIC=1
+qemu_static_cflags = $(AM_CFLAGS) -fno-builtin
+qemu_static_ldadd = libxpfo.la -lpthread
+qemu_static_ldflags = -all-static
+qemu_static_tests = tests/qemu/api-static tests/qemu/misuse-static \
+	tests/qemu/stress-static tests/qemu/isolation-static \
+	tests/qemu/vmsplice-static tests/qemu/contention-static \
+	tests/qemu/vmabudget-static tests/qemu/apimisuse-static \
+	tests/qemu/pkeys-backend
+check_PROGRAMS += $(qemu_static_tests)
+tests_qemu_api_static_SOURCES = tests/api.c $(tests_common)
+tests_qemu_misuse_static_SOURCES = tests/misuse.c $(tests_common)
+tests_qemu_stress_static_SOURCES = tests/stress.c $(tests_common)
+tests_qemu_isolation_static_SOURCES = tests/isolation/isolation.c $(iso_sources)
+tests_qemu_vmsplice_static_SOURCES = tests/isolation/vmsplice.c $(iso_sources)
+tests_qemu_contention_static_SOURCES = tests/isolation/contention.c $(iso_sources)
+tests_qemu_vmabudget_static_SOURCES = tests/isolation/vmabudget.c $(iso_sources)
+tests_qemu_apimisuse_static_SOURCES = tests/isolation/apimisuse.c $(iso_sources)
+tests_qemu_pkeys_backend_SOURCES = tests/qemu/pkeys-backend.c
+tests_qemu_api_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_misuse_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_stress_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_isolation_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_vmsplice_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_contention_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_vmabudget_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_apimisuse_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_api_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_misuse_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_stress_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_isolation_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_vmsplice_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_contention_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_vmabudget_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_apimisuse_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_pkeys_backend_CFLAGS = $(qemu_static_cflags)
+tests_qemu_api_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_misuse_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_stress_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_isolation_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_vmsplice_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_contention_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_vmabudget_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_apimisuse_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_pkeys_backend_LDADD = $(qemu_static_ldadd)
+tests_qemu_api_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_misuse_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_stress_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_isolation_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_vmsplice_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_contention_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_vmabudget_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_apimisuse_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_pkeys_backend_LDFLAGS = $(qemu_static_ldflags)

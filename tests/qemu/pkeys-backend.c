@@ -1,7 +1,9 @@
 /* pkeys-backend: the pkeys backend, run in the QEMU guest (backend=pkeys).
  * On a host without keys it exits 77.  Each check prints "ok: ..." or
  * "FAIL: ..."; the exit status is the number of failures (capped). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
