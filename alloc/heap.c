@@ -261,6 +261,32 @@ static void slab_retire(struct tstate *t, struct slab *s)
  * back for its next slab (or revokes with the batch). */
 #define GRANT_CHUNK 16
 
+/* Guard pages split VMAs: each live guarded run or slab costs two.  So that
+ * the VMA count does not grow with the number of live blocks, every
+ * GUARD_CHECK_EVERY guards the heap's VMAs are counted; above
+ * GUARD_VMA_LIMIT new guards stop (one warning) until the count falls under
+ * half of it. */
+#define GUARD_CHECK_EVERY 64
+#define GUARD_VMA_LIMIT 1024
+static unsigned guards_made;
+static int guards_suspended;
+
+static bool guard_allowed(void)
+{
+	if (__atomic_add_fetch(&guards_made, 1, __ATOMIC_RELAXED) % GUARD_CHECK_EVERY == 0) {
+		long n = os_count_vmas(heap_base, heap_end);
+		if (n > GUARD_VMA_LIMIT && !__atomic_exchange_n(&guards_suspended, 1, __ATOMIC_RELAXED)) {
+			stat_inc(guard_suspensions);
+			xpfo_verbose("%d VMAs in the heap: new guard pages stop until fewer than %u", n,
+				     (unsigned long)GUARD_VMA_LIMIT / 2);
+		} else if (n >= 0 && n < GUARD_VMA_LIMIT / 2) {
+			__atomic_store_n(&guards_suspended, 0, __ATOMIC_RELAXED);
+		}
+	}
+	return !__atomic_load_n(&guards_suspended, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED);
+}
+
 /* A run of npages for compartment c in segments of `tag`, followed by an
  * inaccessible guard page if `guard`: first one this thread queued for
  * revocation itself (no syscall: ownership never changed), else free pages
@@ -304,7 +330,7 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 {
 	const struct size_class *k = &classes[cls];
 	bool clean;
-	bool guard = opt.guard_slabs && h->nslabs++ % opt.guard_slabs == 0;
+	bool guard = opt.guard_slabs && h->nslabs++ % opt.guard_slabs == 0 && guard_allowed();
 	uintptr_t a = run_get(t, h->comp, k->npages, 1, guard, cls, &clean);
 	if (!a)
 		return NULL;
@@ -456,7 +482,7 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 		return NULL;
 	}
 	size_t np = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
-	bool guard = opt.guard_large;
+	bool guard = opt.guard_large && guard_allowed();
 	bool clean;
 	uintptr_t a;
 	if (size > LARGE_MAX || align > SEG_SIZE / 4) {
@@ -646,8 +672,8 @@ misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk *b)
 						     : comp_name(b->owner ? b->owner : 1);
 	switch (st_) {
 	case BLK_FREED:
-		if (what[0] == 'r')
-			xpfo_fatal("realloc of freed pointer %p (compartment \"%s\")", (void *)a, cn);
+		if (what[0] == 'r' || what[0] == 'm')
+			xpfo_fatal("%s of freed pointer %p (compartment \"%s\")", what, (void *)a, cn);
 		xpfo_fatal("double free of %p (compartment \"%s\")", (void *)a, cn);
 	case BLK_FOREIGN:
 		if (meta_owns((void *)a))
@@ -657,7 +683,8 @@ misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk *b)
 			   (void *)a, cn);
 	case BLK_INTERIOR:
 		xpfo_fatal("invalid %s of %p: interior pointer of the block at %p (size class %z) "
-			   "(compartment \"%s\")", what, (void *)a, (void *)b->base, b->span, cn);
+			   "(compartment \"%s\")", what, (void *)a, (void *)b->base,
+			   b->kind == BK_SMALL ? b->span : b->usable, cn);
 	default:
 		xpfo_fatal("invalid %s of %p: not an allocated block (compartment \"%s\")", what,
 			   (void *)a, cn);

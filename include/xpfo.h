@@ -54,8 +54,9 @@ XPFO_API void xpfo_leave(xpfo_compartment_t *previous);
 XPFO_API void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size);
 XPFO_API void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size);
 XPFO_API void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size);
-/* Give the whole-page allocation p (a block of more than 16 KiB, or one
- * made page-aligned) to compartment `to`, in place.  Before it returns, the
+/* Give the whole-page allocation p to compartment `to`, in place.  Blocks of
+ * more than 16 KiB (less 8 bytes with canaries on) and blocks aligned to
+ * more than 4096 bytes are page runs; smaller ones live in shared slabs.  Before it returns, the
  * old owner's mappings of p are gone and p has fresh frames holding the same
  * bytes, so no reference the old owner kept (even one the kernel holds, such
  * as vmsplice) reaches what `to` writes later.  -1 with errno EINVAL (small,
@@ -152,6 +153,7 @@ struct xpfo_stats {
 	uint64_t keys_in_use;         /* now: keys held by compartments */
 	uint64_t key_evictions;       /* keys taken from the least recently entered */
 	uint64_t compartment_switches; /* xpfo_enter and xpfo_leave calls */
+	uint64_t guard_suspensions;   /* times new guard pages stopped (too many VMAs) */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -38,7 +38,7 @@ struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
 {
 	if (c == &comp_root)
 		return &comp_root;
-	if (!c || !meta_owns(c) || ((uintptr_t)c & 63) ||
+	if (!c || !meta_pool_owns(c) || ((uintptr_t)c & 63) ||
 	    __atomic_load_n(&c->magic, __ATOMIC_RELAXED) != COMP_MAGIC ||
 	    !__atomic_load_n(&c->live, __ATOMIC_ACQUIRE)) {
 		errno = EINVAL;

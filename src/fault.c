@@ -47,7 +47,10 @@ static void describe_owner(char *buf, size_t n, uintptr_t a)
 			fmt_str(buf, n, "owned by compartment \"%s\"", c ? c->name : "?");
 			return;
 		}
-		fmt_str(buf, n, "owned by the allocator (free page)");
+		/* past a live huge block, the rest of its last segment: its guard */
+		fmt_str(buf, n, head->releasing == 2 ? "owned by the allocator (quarantined page)"
+				: head->releasing ? "owned by the allocator (free page)"
+						  : "owned by the allocator (guard page)");
 		return;
 	}
 	if (kind != SEG_PAGES_K) {

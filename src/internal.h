@@ -68,7 +68,7 @@ enum seg_kind { SEG_UNUSED = 0, SEG_PAGES_K = 1, SEG_HUGE = 2, SEG_HUGE_TAIL = 3
 struct segment {
 	uint16_t owner;      /* compartment id; 0 when unused */
 	uint8_t kind;        /* enum seg_kind */
-	uint8_t releasing;
+	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
 	uint8_t tag;         /* class whose slabs it holds, TAG_LARGE, or 0xff: never carved */
 	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
 	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
@@ -354,7 +354,8 @@ static inline uint32_t page_entry(struct segment *s, uintptr_t p)
 
 /* ---- src/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
-bool meta_owns(const void *p);
+bool meta_owns(const void *p);       /* anywhere in the metadata region */
+bool meta_pool_owns(const void *p);  /* in its pool (thread states, compartments) */
 int meta_tag(int key);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
 void meta_free(void *p, size_t size);

@@ -73,6 +73,14 @@ int meta_tag(int key)
 
 bool meta_owns(const void *p)
 {
+	for (int i = 0; i < 3; i++)
+		if ((const char *)p >= meta_parts[i] && (const char *)p < meta_parts[i] + meta_sizes[i])
+			return true;
+	return false;
+}
+
+bool meta_pool_owns(const void *p)
+{
 	return (const char *)p >= pool_base && (const char *)p < pool_end;
 }
 

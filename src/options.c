@@ -157,8 +157,8 @@ static void apply(const char *key, size_t klen, const char *val, size_t vlen)
 			xpfo_warn("option %s: unknown value \"%s\", keeping the default", k, v);
 			return;
 		}
-		if (d->type == T_BOOL && vlen == 0)
-			x = 1;
+		if (d->type == T_BOOL && vlen == 0 && val == key + klen)
+			x = 1; /* "stats" alone turns it on; "stats=" is a bad value */
 		else if (parse_ulong(val, vlen, &x) || x < d->min || x > d->max) {
 			xpfo_warn("option %s: bad value \"%s\" (expected %u..%u), keeping the default",
 				  k, v, d->min, d->max);

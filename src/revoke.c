@@ -276,6 +276,11 @@ static bool quarantine_run(struct tstate *t, struct range *r)
 		if (!q->runs)
 			return false;
 	}
+	/* revoked, held back: fault reports say so */
+	if (r->kind == RK_RUN)
+		pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
+	else
+		__atomic_store_n(&seg_of(r->addr)->releasing, 2, __ATOMIC_RELEASE);
 	if (q->nruns < opt.quarantine_large) {
 		q->runs[q->nruns++] = *r;
 		return true;

@@ -158,8 +158,9 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
 	     s.mapped_bytes >> 10, s.peak_mapped_bytes >> 10, s.resident_bytes >> 10,
 	     s.peak_resident_bytes >> 10, s.pages_purged, s.purges, s.metadata_bytes >> 10);
-	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u, budget %u%s)",
-	     s.segments, s.vmas, s.vma_limit, s.vma_budget, s.degraded ? ", over it: degraded" : "");
+	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u, budget %u%s), guard pages stopped %u times",
+	     s.segments, s.vmas, s.vma_limit, s.vma_budget, s.degraded ? ", over it: degraded" : "",
+	     s.guard_suspensions);
 	char buf[256];
 	size_t at = 0;
 	unsigned on_line = 0;
