@@ -1274,7 +1274,7 @@ def targets(data):
             out.append("- %s: %.2f over only %d of %d benchmarks (target <= %.2f): "
                        "not comparable, see Failures" % (what, v, cnt[0], cnt[1], limit))
         else:
-            out.append("- %s: **%.2f** (target <= %.2f): %s" % (
+            out.append("- %s: **%.3f** (target <= %.2f): %s" % (
                 what, v, limit, "met" if v <= limit else "missed"))
     line("xpfo (default) time / glibc", "time/xpfo/glibc", 1.2)
     line("xpfo (default) time / mimalloc", "time/xpfo/mimalloc", 1.5)
@@ -1514,17 +1514,27 @@ def plots(data, ctx):
     S = data["summary"]
     out = ctx.out
 
+    order = [b["name"] for b in data["benches"]]
+
     def bars(kind, fname, title, ylabel, names=None, logy=False):
-        names = names or list(S[kind].keys())
+        # benchmark order as in the suite (the JSON sorts its keys)
+        names = names or sorted(S[kind].keys(),
+                                key=lambda b: (order.index(b) if b in order else len(order), b))
+        # only the allocators with at least one number here (gnuplot fails
+        # on an all-NaN column)
+        cols = [a for a in others if any(ratio(S[kind][b].get(a), S[kind][b].get("glibc"))
+                                         for b in names)]
+        if not cols:
+            return
         dat = os.path.join(out, fname + ".dat")
         with open(dat, "w") as f:
-            f.write("benchmark " + " ".join(others) + "\n")
+            f.write("benchmark " + " ".join(cols) + "\n")
             for b in names + ["geomean"]:
                 if b == "geomean":
-                    vals = [S["geomean"].get("%s/%s/glibc" % (kind, a)) for a in others]
+                    vals = [S["geomean"].get("%s/%s/glibc" % (kind, a)) for a in cols]
                 else:
                     row = S[kind][b]
-                    vals = [ratio(row.get(a), row.get("glibc")) for a in others]
+                    vals = [ratio(row.get(a), row.get("glibc")) for a in cols]
                 f.write("%s %s\n" % (b.replace(" ", "_"),
                                      " ".join("%.4f" % v if v else "NaN" for v in vals)))
         width = max(900, 60 * (len(names) + 1) + 200)
@@ -1537,13 +1547,13 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics
-set key top left
+set key outside right top vertical
 set xtics rotate by -40 scale 0
 %s
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5 lc rgb "black"
 plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
 """ % (width, os.path.join(out, fname + ".png"), title, ylabel,
-       "set logscale y\nset yrange [*:*]" if logy else "set yrange [0:*]", len(others) + 1, dat)
+       "set logscale y\nset yrange [*:*]" if logy else "set yrange [0:*]", len(cols) + 1, dat)
         with open(os.path.join(out, fname + ".gp"), "w") as f:
             f.write(gp)
         subprocess.run(["gnuplot", os.path.join(out, fname + ".gp")], check=False)
