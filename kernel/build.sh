@@ -23,7 +23,8 @@ die() { echo "kernel/build.sh: error: $*" >&2; exit 1; }
 log() { echo "kernel/build.sh: $*" >&2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${XPFO_KERNEL_CACHE:-/var/cache/xpfo-kernel}
+. "$here/lib.sh"
+cache=$(kernel_cache)
 tarball=${XPFO_KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 variant=both
 jobs=2

@@ -15,7 +15,9 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${XPFO_KERNEL_CACHE:-/var/cache/xpfo-kernel}
+. "$here/lib.sh"
+cache=$(kernel_cache)
+export XPFO_KERNEL_CACHE="$cache"
 status=0
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1${2:+ ($2)}"; status=1; }

@@ -442,6 +442,49 @@ static void check_pool_accounting(void)
 	       batch, before, during, after, want);
 }
 
+/*
+ * Patch 2's shrinker: with a secret file still open, dropping the kernel's
+ * reclaimable caches (which calls every shrinker at full strength) must empty
+ * the pool, and the file's own page must be unaffected.
+ */
+static void check_shrinker(void)
+{
+	long batch = batch_param(), before, during, after;
+	int fd, dc;
+	char *p;
+
+	dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	if (dc < 0) {
+		report(0, "shrinker", "/proc/sys/vm/drop_caches: %s",
+		       strerror(errno));
+		return;
+	}
+	before = pool_kb();
+	p = secret_map(PAGE, &fd);
+	if (!p || before < 0) {
+		report(0, "shrinker", "setup: %s", strerror(errno));
+		close(dc);
+		return;
+	}
+	fill(p, PAGE, 21);
+
+	long want = batch > 1 ? (batch - 1) * (long)(PAGE / 1024) : 0;
+
+	during = pool_kb_wait(before + want);
+	if (write(dc, "2", 1) != 1) {
+		report(0, "shrinker", "drop_caches: %s", strerror(errno));
+	} else {
+		after = pool_kb_wait(before);
+		report(during - before == want && after == before &&
+		       verify(p, PAGE, 21), "shrinker",
+		       "batch %ld: pool %ld -> %ld -> %ld kB after drop_caches, page intact %d",
+		       batch, before, during, after, verify(p, PAGE, 21));
+	}
+	close(dc);
+	munmap(p, PAGE);
+	close(fd);
+}
+
 /* Several processes create, fill, verify, fork and drop secret files. */
 static void check_stress(int procs, int iters)
 {
@@ -576,6 +619,7 @@ int main(int argc, char **argv)
 		check_remap();
 		check_memlock();
 		check_pool_accounting();
+		check_shrinker();
 		check_stress(argc >= 3 ? atoi(argv[2]) : 4,
 			     argc >= 4 ? atoi(argv[3]) : 40);
 		return failures ? 1 : 0;

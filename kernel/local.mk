@@ -3,7 +3,7 @@
 # needs linux-source-6.1, qemu-system-x86, busybox-static, ccache and ~6 min
 # on a cold cache.  See kernel/README.md.
 EXTRA_DIST += kernel/README.md kernel/config.fragment kernel/build.sh \
-	kernel/test.sh kernel/check.sh kernel/ktest.c kernel/extra/pkey_smoke.c \
+	kernel/test.sh kernel/check.sh kernel/lib.sh kernel/ktest.c kernel/extra/pkey_smoke.c \
 	kernel/patches
 
 .PHONY: check-kernel

@@ -23,13 +23,15 @@
 # Output: one automake-style line per check ("PASS: name", "FAIL: name",
 # "SKIP: name"), the side-by-side table, and exit status 1 if any check
 # failed.  The kernels come from $XPFO_KERNEL_CACHE (default
-# /var/cache/xpfo-kernel); run kernel/build.sh first.
+# /var/cache/xpfo-kernel); run kernel/build.sh first.  Each boot is limited
+# to $XPFO_KERNEL_BOOT_TIMEOUT seconds (default 300).
 set -eu
 
 die() { echo "kernel/test.sh: error: $*" >&2; exit 99; }
 
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${XPFO_KERNEL_CACHE:-/var/cache/xpfo-kernel}
+. "$here/lib.sh"
+cache=$(kernel_cache)
 boots=3
 mib=64
 rounds=2
@@ -130,7 +132,7 @@ chmod +x "$root/init"
 # boot NAME KERNEL APPEND: one QEMU boot, console into $work/NAME.log.
 boot() {
 	log=$work/$1.log
-	timeout 900 qemu-system-x86_64 -cpu max -m 512M \
+	timeout "${XPFO_KERNEL_BOOT_TIMEOUT:-300}" qemu-system-x86_64 -cpu max -m 512M \
 		-smp 2,sockets=2,cores=1,threads=1 \
 		-kernel "$cache/bzImage-$2" -initrd "$work/initrd.gz" \
 		-append "console=ttyS0 loglevel=4 panic=-1 secretmem.enable=1 $3" \
