@@ -261,30 +261,21 @@ static void slab_retire(struct tstate *t, struct slab *s)
  * back for its next slab (or revokes with the batch). */
 #define GRANT_CHUNK 16
 
-/* Guard pages split VMAs: each live guarded run or slab costs two.  So that
- * the VMA count does not grow with the number of live blocks, every
- * GUARD_CHECK_EVERY guards the heap's VMAs are counted; above
- * GUARD_VMA_LIMIT new guards stop (one warning) until the count falls under
- * half of it. */
-#define GUARD_CHECK_EVERY 64
-#define GUARD_VMA_LIMIT 1024
-static unsigned guards_made;
-static int guards_suspended;
+/* Guard pages split VMAs: each live guarded run or slab costs up to two.
+ * So that the VMA count does not grow with the number of live blocks, new
+ * guards stop while MAX_LIVE_GUARDS are live (and while the process is over
+ * its VMA budget); g_stats.live_guards counts them without reading
+ * /proc/self/maps on the allocation path. */
+#define MAX_LIVE_GUARDS 512
 
 static bool guard_allowed(void)
 {
-	if (__atomic_add_fetch(&guards_made, 1, __ATOMIC_RELAXED) % GUARD_CHECK_EVERY == 0) {
-		long n = os_count_vmas(heap_base, heap_end);
-		if (n > GUARD_VMA_LIMIT && !__atomic_exchange_n(&guards_suspended, 1, __ATOMIC_RELAXED)) {
-			stat_inc(guard_suspensions);
-			xpfo_verbose("%d VMAs in the heap: new guard pages stop until fewer than %u", n,
-				     (unsigned long)GUARD_VMA_LIMIT / 2);
-		} else if (n >= 0 && n < GUARD_VMA_LIMIT / 2) {
-			__atomic_store_n(&guards_suspended, 0, __ATOMIC_RELAXED);
-		}
+	if (__atomic_load_n(&g_stats.live_guards, __ATOMIC_RELAXED) >= MAX_LIVE_GUARDS ||
+	    __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED)) {
+		stat_inc(guards_skipped);
+		return false;
 	}
-	return !__atomic_load_n(&guards_suspended, __ATOMIC_RELAXED) &&
-	       !__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED);
+	return true;
 }
 
 /* A run of npages for compartment c in segments of `tag`, followed by an
@@ -319,9 +310,10 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 		pages_release(&r, 1);
 		return 0;
 	}
-	if (guard)
+	if (guard) {
 		pages_set_run(a + (npages << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), c->id);
-	else if (take > npages)
+		stat_inc(live_guards);
+	} else if (take > npages)
 		revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages, c->id);
 	return a;
 }
@@ -978,6 +970,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 			if (b.guarded) {
 				stat_inc(revoke_syscalls);
 				pages_set_run(a + (nnp << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), b.owner);
+				stat_inc(live_guards); /* the old one leaves with the tail */
 				if (np - nnp > 0)
 					revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b.owner, RK_RUN,
 						   RF_GUARDED);

@@ -153,7 +153,8 @@ struct xpfo_stats {
 	uint64_t keys_in_use;         /* now: keys held by compartments */
 	uint64_t key_evictions;       /* keys taken from the least recently entered */
 	uint64_t compartment_switches; /* xpfo_enter and xpfo_leave calls */
-	uint64_t guard_suspensions;   /* times new guard pages stopped (too many VMAs) */
+	uint64_t live_guards;         /* now: guard pages after live slabs and runs */
+	uint64_t guards_skipped;      /* guards not made: too many live, or over the VMA budget */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -393,10 +393,13 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
 	vma_check(false);
 	unsigned m = 0;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		if (r[i].flags & RF_GUARDED) /* its guard leaves with it */
+			stat_sub(live_guards, 1);
 		if (r[i].npages && !(opt.quarantine_large && !(r[i].flags & RF_SPARE) &&
 				     quarantine_run(t, &r[i])))
 			r[m++] = r[i];
+	}
 	pages_release(r, m);
 	return err;
 }

@@ -79,6 +79,7 @@ void stats_fill(struct xpfo_stats *s)
 	s->degraded = L(degraded);
 	s->vma_budget = L(vma_budget);
 	s->keys_in_use = L(keys_in_use);
+	s->live_guards = L(live_guards);
 #undef L
 	long v = os_count_vmas(heap_base, heap_end);
 	s->vmas = v > 0 ? (uint64_t)v : 0;
@@ -158,9 +159,9 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
 	     s.mapped_bytes >> 10, s.peak_mapped_bytes >> 10, s.resident_bytes >> 10,
 	     s.peak_resident_bytes >> 10, s.pages_purged, s.purges, s.metadata_bytes >> 10);
-	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u, budget %u%s), guard pages stopped %u times",
+	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u, budget %u%s), %u live guard pages (%u not made)",
 	     s.segments, s.vmas, s.vma_limit, s.vma_budget, s.degraded ? ", over it: degraded" : "",
-	     s.guard_suspensions);
+	     s.live_guards, s.guards_skipped);
 	char buf[256];
 	size_t at = 0;
 	unsigned on_line = 0;

@@ -15,13 +15,13 @@
 	X(revoke_failures) X(purges) X(pages_purged) X(mmap_syscalls)      \
 	X(munmap_syscalls) X(madvise_syscalls) X(flush_switch)          \
 	X(compartment_opens) X(compartment_closes) X(transfers) X(violations) \
-	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guard_suspensions)
+	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
 	X(pages_quarantined) X(mapped_pages) X(peak_mapped_pages)          \
 	X(resident_pages) X(peak_resident_pages) X(metadata_bytes)         \
-	X(segments) X(large_live_bytes) X(compartments) X(degraded) X(vma_budget) X(keys_in_use)
+	X(segments) X(large_live_bytes) X(compartments) X(degraded) X(vma_budget) X(keys_in_use) X(live_guards)
 
 struct stats_global {
 #define X(n) uint64_t n;
