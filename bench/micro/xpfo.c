@@ -339,3 +339,45 @@ out:
 }
 XB_BENCH(transfer, "compartment_transfer", bm_transfer, .args = XB_ARGS(8, 64, 256),
 	 .threads = XB_THREADS(1, 2), .real_time = true);
+
+/* The batching workload of the compartments issue: page-run allocations
+ * (16 KiB + 1 byte, the smallest size that is a page run of its own)
+ * spread over 4 compartments and then freed, 25,000 per compartment per
+ * iteration (100,000 in all).  Run under batched, eager and off (the
+ * compartment modes of run.py), with 1 and 2 threads, each thread with 4
+ * compartments of its own. */
+#define COMP_RUNS_PER 25000
+static void bm_revoke_compartments(struct xb_state *s)
+{
+	xpfo_compartment_t *c[4] = { 0 };
+	void **p = malloc(4 * COMP_RUNS_PER * sizeof *p);
+	struct snap a;
+
+	for (int i = 0; i < 4; i++)
+		if (!(c[i] = make(s, "runs")))
+			goto out;
+	if (!p) {
+		xb_skip(s, "out of memory");
+		goto out;
+	}
+	if (xb_thread(s) == 0)
+		snap_take(&a);
+	while (xb_run(s)) {
+		for (int i = 0; i < 4 * COMP_RUNS_PER; i++)
+			if (!(p[i] = xpfo_malloc_in(c[i % 4], 16385))) {
+				xb_skip(s, "xpfo_malloc_in failed");
+				goto out;
+			}
+		for (int i = 0; i < 4 * COMP_RUNS_PER; i++)
+			free(p[i]);
+		xpfo_flush();
+	}
+	xb_items(s, xb_iterations(s) * 4 * COMP_RUNS_PER);
+	report(s, &a, 4 * COMP_RUNS_PER);
+out:
+	free(p);
+	for (int i = 0; i < 4; i++)
+		cleanup(c[i]);
+}
+XB_BENCH(revoke_comp, "compartment_revoke_runs", bm_revoke_compartments,
+	 .threads = XB_THREADS(1, 2), .real_time = true);
