@@ -31,7 +31,7 @@ if [ -z "$patches" ]; then
 fi
 
 # 2 first: it also provides the pristine tree for 1.
-if "$here/build.sh" --w1; then
+if sh "$here/build.sh" --w1; then
 	pass kernel/build
 	pass kernel/w1-no-new-warnings
 else
@@ -85,7 +85,7 @@ if [ -n "${XPFO_KERNEL_EXTRA:-}" ]; then
 	done
 fi
 
-"$here/test.sh" --extra "$extra" "$@" || status=1
+sh "$here/test.sh" --extra "$extra" "$@" || status=1
 t_test=$(stamp)
 echo "kernel/check.sh: build $((t_build - t0)) s, checks and boots $((t_test - t_build)) s" >&2
 exit $status

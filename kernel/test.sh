@@ -20,6 +20,8 @@
 #                (a column of the table; no pass/fail claim)
 #   --keep-logs DIR  keep the guests' console logs in DIR
 #
+# XPFO_KERNEL_QEMU_ARGS adds options to every QEMU command line.
+#
 # Output: one automake-style line per check ("PASS: name", "FAIL: name",
 # "SKIP: name"), the side-by-side table, and exit status 1 if any check
 # failed.  The kernels come from $XPFO_KERNEL_CACHE (default
@@ -132,7 +134,9 @@ chmod +x "$root/init"
 # boot NAME KERNEL APPEND: one QEMU boot, console into $work/NAME.log.
 boot() {
 	log=$work/$1.log
+	# shellcheck disable=SC2086 # XPFO_KERNEL_QEMU_ARGS is a list
 	timeout "${XPFO_KERNEL_BOOT_TIMEOUT:-300}" qemu-system-x86_64 -cpu max -m 512M \
+		${XPFO_KERNEL_QEMU_ARGS:-} \
 		-smp 2,sockets=2,cores=1,threads=1 \
 		-kernel "$cache/bzImage-$2" -initrd "$work/initrd.gz" \
 		-append "console=ttyS0 loglevel=4 panic=-1 secretmem.enable=1 $3" \
@@ -150,16 +154,18 @@ status=0
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1${2:+ ($2)}"; status=1; }
 
+# Boots are interleaved (base, patched, batch1, base, ...) so that a change
+# in the host's load affects every configuration alike.
 start=$(date +%s)
-for cfg in $configs; do
-	i=1
-	while [ $i -le "$boots" ]; do
-		first=0
-		[ $i = 1 ] && first=1
+i=1
+while [ $i -le "$boots" ]; do
+	first=0
+	[ $i = 1 ] && first=1
+	for cfg in $configs; do
 		boot "$cfg-$i" "$(kernel_of $cfg)" \
 			"$(cmdline_of $cfg) xpfo.check=$first xpfo.extra=$first xpfo.mib=$mib xpfo.rounds=$rounds"
-		i=$((i + 1))
 	done
+	i=$((i + 1))
 done
 elapsed=$(($(date +%s) - start))
 
