@@ -21,10 +21,13 @@
  * against the compartment it was allocated in or transferred to.
  *
  * At the end, with every thread out of every compartment, the protections
- * in /proc/self/maps are checked against the owners: every live block of a
- * compartment must be inaccessible (---), every live block of root
- * read-write, and the live byte count must come back to where it started
- * once everything is freed.
+ * in /proc/self/smaps are checked against the owners, per backend (README,
+ * docs/security.md): on mprotect every live block of a compartment must be
+ * inaccessible (---); on pkeys it is read-write under its compartment's own
+ * key (ProtectionKey: one key per compartment, none shared, never 0), or
+ * inaccessible if the compartment was parked for want of keys.  Every live
+ * block of root must be read-write (and on key 0).  The live byte count
+ * must come back to where it started once everything is freed.
  */
 #include "iso.h"
 
@@ -287,22 +290,29 @@ static void *worker(void *arg)
 struct vma {
 	uintptr_t lo, hi;
 	char perms[5];
+	int key; /* ProtectionKey of smaps; -1 when the kernel does not show it */
 };
 static struct vma *vmas;
 static size_t nvmas;
 
 static void read_maps(void)
 {
-	FILE *f = fopen("/proc/self/maps", "r");
+	FILE *f = fopen("/proc/self/smaps", "r");
 	if (!f)
-		tu_hard_error("/proc/self/maps: %s", strerror(errno));
+		tu_hard_error("/proc/self/smaps: %s", strerror(errno));
 	size_t cap = 0;
 	char line[512];
 	nvmas = 0;
 	while (fgets(line, sizeof line, f)) {
 		struct vma v;
+		int key;
+		if (nvmas && sscanf(line, "ProtectionKey: %d", &key) == 1) {
+			vmas[nvmas - 1].key = key;
+			continue;
+		}
 		if (sscanf(line, "%lx-%lx %4s", &v.lo, &v.hi, v.perms) != 3)
 			continue;
+		v.key = -1;
 		if (nvmas == cap) {
 			cap = cap ? cap * 2 : 1024;
 			vmas = realloc(vmas, cap * sizeof *vmas);
@@ -314,8 +324,9 @@ static void read_maps(void)
 	fclose(f);
 }
 
-static const char *perms_at(uintptr_t a)
+static const struct vma *vma_at(uintptr_t a)
 {
+	static const struct vma none = { 0, 0, "none", -1 };
 	size_t lo = 0, hi = nvmas;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -324,35 +335,75 @@ static const char *perms_at(uintptr_t a)
 		else if (a >= vmas[mid].hi)
 			lo = mid + 1;
 		else
-			return vmas[mid].perms;
+			return &vmas[mid];
 	}
-	return "none";
+	return &none;
+}
+
+/* One page of a live block of compartment comp (-1: root): does its
+ * protection match the backend's promise?  keyof[] collects each
+ * compartment's key on pkeys (-2: none seen yet). */
+static bool page_ok(int comp, const struct vma *v, bool keys, int *keyof, size_t *parked)
+{
+	bool rw = !strncmp(v->perms, "rw", 2), none = !strncmp(v->perms, "---", 3);
+	if (comp < 0)
+		return rw && (!keys || v->key == 0);
+	if (!keys)
+		return none;
+	if (none) {
+		(*parked)++; /* a parked compartment: inaccessible, the mprotect way */
+		return true;
+	}
+	if (!rw || v->key <= 0)
+		return false;
+	if (keyof[comp] == -2)
+		keyof[comp] = v->key;
+	return keyof[comp] == v->key;
 }
 
 static void check_at_rest(void)
 {
+	bool keys = !strcmp(xpfo_backend(), "pkeys");
+	int keyof[MAXK];
+	for (int i = 0; i < MAXK; i++)
+		keyof[i] = -2;
 	read_maps();
-	size_t checked = 0, bad = 0;
+	size_t checked = 0, bad = 0, parked = 0;
 	for (int i = 0; i < NSLOTS; i++) {
 		struct entry *e = &slots[i].e;
 		if (!e->p)
 			continue;
 		uintptr_t first = (uintptr_t)e->p, last = first + e->size - 1;
 		for (uintptr_t a = first & ~(uintptr_t)4095; a <= last; a += 4096) {
-			const char *pm = perms_at(a);
-			bool ok = e->comp < 0 ? !strncmp(pm, "rw", 2) : !strncmp(pm, "---", 3);
+			const struct vma *v = vma_at(a);
+			bool ok = page_ok(e->comp, v, keys, keyof, &parked);
 			checked++;
 			if (!ok && bad++ < 5)
-				CHECK(0, "at rest: page %#lx of a live block of \"%s\" is %s",
-				      (unsigned long)a, name_of(comp_of(e->comp)), pm);
+				CHECK(0, "at rest: page %#lx of a live block of \"%s\" is %s, key %d%s",
+				      (unsigned long)a, name_of(comp_of(e->comp)), v->perms, v->key,
+				      keys && e->comp >= 0 && keyof[e->comp] >= 0 ?
+					      " (its compartment's other pages have another key)" : "");
 		}
 	}
 	CHECK(bad == 0, "at rest: %zu of %zu pages of live blocks have the wrong protection", bad,
 	      checked);
+	/* pkeys: no two compartments share a key */
+	for (int a = 0; keys && a < ncomps; a++)
+		for (int b = a + 1; b < ncomps; b++)
+			CHECK(keyof[a] < 0 || keyof[a] != keyof[b],
+			      "at rest: compartments \"%s\" and \"%s\" share key %d",
+			      name_of(comps[a]), name_of(comps[b]), keyof[a]);
 	free(vmas);
 	vmas = NULL;
-	fprintf(stderr, "     at rest: %zu pages of live blocks checked against /proc/self/maps, "
-			"%zu wrong\n", checked, bad);
+	fprintf(stderr, "     at rest: %zu pages of live blocks checked against /proc/self/smaps, "
+			"%zu wrong", checked, bad);
+	if (keys) {
+		fprintf(stderr, "; keys:");
+		for (int i = 0; i < ncomps; i++)
+			fprintf(stderr, " %s=%d", name_of(comps[i]), keyof[i]);
+		fprintf(stderr, " (-2: no page seen), %zu pages parked", parked);
+	}
+	fprintf(stderr, "\n");
 }
 
 static void *idle(void *arg)

@@ -22,6 +22,15 @@
  *    exactly once, small spans are then released instead of protected
  *    (stats.spans_released_unprotected), a span released that way reads
  *    as zeros (never the old bytes), and allocation keeps working.
+ *
+ * Usage: vmabudget [--rounds N] [--objects N] [--runs N] [--transfers N]
+ *                  [--degraded-runs N]
+ * (defaults 32 rounds, 16 with XPFO_SKIP_SLOW; 1,000,000 objects; 6,000
+ * runs per compartment; 4,000 transfers; 4,000 runs in the degraded-mode
+ * child).  The QEMU guest runs a smaller
+ * scale (tests/qemu/pkeys-rig.sh) on both backends: on pkeys, 16
+ * compartments are more than the keys, so the churn also parks and
+ * re-keys compartments (key_evictions).
  */
 #include "iso.h"
 
@@ -37,8 +46,12 @@
 #endif
 
 #define NCOMP 16
-#define NOBJ 1000000
 #define VMA_MAX 2000
+
+static size_t nobj = 1000000;   /* live small objects */
+static int nruns = 6000;        /* live page runs per compartment */
+static int nxfer = 4000;        /* live transferred blocks */
+static int ndegraded = 4000;    /* page runs of the degraded-mode child */
 
 static double now(void)
 {
@@ -60,9 +73,9 @@ static unsigned char tag(size_t i)
 
 static void live_objects(int rounds)
 {
-	unsigned char **obj = mmap(NULL, NOBJ * sizeof *obj, PROT_READ | PROT_WRITE,
+	unsigned char **obj = mmap(NULL, nobj * sizeof *obj, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	unsigned char *comp = mmap(NULL, NOBJ, PROT_READ | PROT_WRITE,
+	unsigned char *comp = mmap(NULL, nobj, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (obj == MAP_FAILED || comp == MAP_FAILED)
 		tu_hard_error("mmap: %s", strerror(errno));
@@ -82,7 +95,7 @@ static void live_objects(int rounds)
 		xpfo_compartment_t *prev = xpfo_enter(c[k]);
 		if (!prev)
 			tu_hard_error("xpfo_enter: %s", strerror(errno));
-		for (size_t i = (size_t)k; i < NOBJ; i += NCOMP) {
+		for (size_t i = (size_t)k; i < nobj; i += NCOMP) {
 			obj[i] = malloc(obj_size(&r));
 			if (!obj[i])
 				tu_hard_error("malloc: %s", strerror(errno));
@@ -98,9 +111,10 @@ static void live_objects(int rounds)
 	}
 	long m = iso_count_vmas();
 	tu_stats(&s);
-	fprintf(stderr, "     1,000,000 objects in 16 compartments in %.2f s: %ld VMAs "
+	fprintf(stderr, "     %zu objects in %d compartments in %.2f s: %ld VMAs "
 			"(/proc/self/maps), xpfo: %llu VMAs in the heap, budget %llu, "
-			"vm.max_map_count %llu\n", now() - t0, m, (unsigned long long)s.vmas,
+			"vm.max_map_count %llu\n", nobj, NCOMP, now() - t0, m,
+		(unsigned long long)s.vmas,
 		(unsigned long long)s.vma_budget, (unsigned long long)s.vma_limit);
 	if (m > max_maps)
 		max_maps = m;
@@ -114,7 +128,7 @@ static void live_objects(int rounds)
 		if (!prev)
 			tu_hard_error("xpfo_enter: %s", strerror(errno));
 		for (int op = 0; op < 20000; op++) {
-			size_t i = (size_t)(tu_rand(&r) % NOBJ);
+			size_t i = (size_t)(tu_rand(&r) % nobj);
 			if (comp[i] == k) {
 				checked++;
 				if (obj[i][0] != tag(i) && bad_tags++ < 5)
@@ -151,24 +165,27 @@ static void live_objects(int rounds)
 	CHECK(s.violations == 0, "%llu violations", (unsigned long long)s.violations);
 	fprintf(stderr, "     %d rounds of 20,000 frees + allocations in %.2f s: at most %ld VMAs "
 			"(/proc/self/maps), at most %ld counted by xpfo, limit %d; %ld objects "
-			"checked; %llu revocation syscalls, %llu opens, %llu closes\n",
+			"checked; %llu revocation syscalls, %llu opens, %llu closes, %llu key "
+			"evictions (backend %s)\n",
 		rounds, now() - t0, max_maps, max_xpfo, VMA_MAX, checked,
 		(unsigned long long)s.revoke_syscalls, (unsigned long long)s.compartment_opens,
-		(unsigned long long)s.compartment_closes);
-	for (size_t i = 0; i < NOBJ; i++)
+		(unsigned long long)s.compartment_closes, (unsigned long long)s.key_evictions,
+		xpfo_backend());
+	for (size_t i = 0; i < nobj; i++)
 		free(obj[i]);
 	for (int k = 0; k < NCOMP; k++)
 		CHECK(xpfo_compartment_destroy(c[k]) == 0, "destroy: %s", strerror(errno));
-	munmap(obj, NOBJ * sizeof *obj);
-	munmap(comp, NOBJ);
+	munmap(obj, nobj * sizeof *obj);
+	munmap(comp, nobj);
 }
 
 /* ---- page runs ---------------------------------------------------------------- */
 
 static void live_runs(void)
 {
-	enum { PER = 6000, NC = 4 };
-	static void *blk[NC][PER];
+	enum { NC = 4 };
+	const int PER = nruns;
+	void **blk[NC];
 	xpfo_compartment_t *c[NC];
 	long max_maps = 0, worst_k = -1;
 	struct xpfo_stats s;
@@ -178,6 +195,10 @@ static void live_runs(void)
 		snprintf(name, sizeof name, "r%02d", k);
 		if (!(c[k] = xpfo_compartment_create(name, 0)))
 			tu_hard_error("xpfo_compartment_create: %s", strerror(errno));
+		blk[k] = mmap(NULL, (size_t)PER * sizeof *blk[k], PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (blk[k] == MAP_FAILED)
+			tu_hard_error("mmap: %s", strerror(errno));
 		xpfo_compartment_t *prev = xpfo_enter(c[k]);
 		if (!prev)
 			tu_hard_error("xpfo_enter: %s", strerror(errno));
@@ -205,6 +226,7 @@ static void live_runs(void)
 		for (int i = 0; i < PER; i++)
 			free(blk[k][i]);
 		xpfo_compartment_destroy(c[k]);
+		munmap(blk[k], (size_t)PER * sizeof *blk[k]);
 	}
 	xpfo_flush();
 }
@@ -213,8 +235,11 @@ static void live_runs(void)
 
 static void live_transfers(void)
 {
-	enum { N = 4000 };
-	static void *blk[N];
+	const int N = nxfer;
+	void **blk = mmap(NULL, (size_t)N * sizeof *blk, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (blk == MAP_FAILED)
+		tu_hard_error("mmap: %s", strerror(errno));
 	xpfo_compartment_t *c = xpfo_compartment_create("receiver", 0);
 	if (!c)
 		tu_hard_error("xpfo_compartment_create: %s", strerror(errno));
@@ -239,17 +264,20 @@ static void live_transfers(void)
 		free(blk[i]);
 	CHECK(xpfo_compartment_destroy(c) == 0, "destroy: %s", strerror(errno));
 	xpfo_flush();
+	munmap(blk, (size_t)N * sizeof *blk);
 }
 
 /* ---- degraded mode (child) -------------------------------------------------- */
 
 #define RUNSZ (16384 + 1)
-#define NRUN 4000
+#define NRUN_MAX 4000
 
-static int degraded_child(void)
+static int degraded_child(int nrun)
 {
-	static unsigned char *run[NRUN];
-	for (int i = 0; i < NRUN; i++) {
+	static unsigned char *run[NRUN_MAX];
+	if (nrun < 100 || nrun > NRUN_MAX)
+		tu_hard_error("--degraded: %d runs (100..%d)", nrun, NRUN_MAX);
+	for (int i = 0; i < nrun; i++) {
 		run[i] = malloc(RUNSZ);
 		if (!run[i])
 			tu_hard_error("malloc: %s", strerror(errno));
@@ -262,7 +290,7 @@ static int degraded_child(void)
 	       (unsigned long long)s.vmas, iso_count_vmas(), (unsigned long long)s.degraded,
 	       (unsigned long long)s.spans_released_unprotected);
 	/* every other run freed: each free is a new protection boundary */
-	for (int i = 0; i < NRUN; i += 2) {
+	for (int i = 0; i < nrun; i += 2) {
 		free(run[i]);
 		run[i] = NULL;
 		xpfo_flush();
@@ -286,16 +314,16 @@ static int degraded_child(void)
 	}
 	/* allocation keeps working, and the survivors kept their bytes */
 	long wrong = 0;
-	for (int i = 3; i < NRUN; i += 2)
+	for (int i = 3; i < nrun; i += 2)
 		if (tu_verify(run[i], RUNSZ, (uint64_t)i + 1) != (size_t)-1)
 			wrong++;
-	for (int i = 0; i < NRUN; i += 2) {
+	for (int i = 0; i < nrun; i += 2) {
 		run[i] = malloc(RUNSZ);
 		if (!run[i])
 			tu_hard_error("malloc after degrading: %s", strerror(errno));
 		tu_fill(run[i], RUNSZ, (uint64_t)i + 7);
 	}
-	for (int i = 0; i < NRUN; i += 2)
+	for (int i = 0; i < nrun; i += 2)
 		if (tu_verify(run[i], RUNSZ, (uint64_t)i + 7) != (size_t)-1)
 			wrong++;
 	for (int i = 0; i < 20000; i++) {
@@ -304,7 +332,7 @@ static int degraded_child(void)
 			tu_hard_error("small malloc after degrading: %s", strerror(errno));
 		free(p);
 	}
-	for (int i = 0; i < NRUN; i++)
+	for (int i = 0; i < nrun; i++)
 		free(run[i]);
 	xpfo_flush();
 	tu_stats(&s);
@@ -314,13 +342,19 @@ static int degraded_child(void)
 	return 0;
 }
 
-static void degraded(void)
+static void degraded(int nrun)
 {
-	const char *args[] = { "--degraded", NULL };
+	char n[16];
+	snprintf(n, sizeof n, "%d", nrun);
+	const char *args[] = { "--degraded", n, NULL };
+	/* the same options otherwise (the backend, in the QEMU guest) */
+	const char *o = getenv("XPFO_OPTIONS");
+	char opt[512];
+	snprintf(opt, sizeof opt, "%s%smax_vmas=100", o ? o : "", o && *o ? "," : "");
 	struct tu_child ch;
-	if (iso_run_self("max_vmas=100", args, 300, &ch))
+	if (iso_run_self(opt, args, 300, &ch))
 		tu_hard_error("could not run the degraded-mode child");
-	fprintf(stderr, "     degraded-mode child (max_vmas=100): %s\n%s%s",
+	fprintf(stderr, "     degraded-mode child (XPFO_OPTIONS=%s): %s\n%s%s", opt,
 		tu_status_str(ch.status), ch.out, ch.err);
 	CHECK(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0,
 	      "degraded-mode child ended with %s", tu_status_str(ch.status));
@@ -355,17 +389,35 @@ int main(int argc, char **argv)
 {
 	tu_prog = "vmabudget";
 	tu_xpfo_init(1);
-	if (argc == 2 && !strcmp(argv[1], "--degraded"))
-		return degraded_child();
+	if (argc == 3 && !strcmp(argv[1], "--degraded"))
+		return degraded_child(atoi(argv[2]));
 	int rounds = iso_skip_slow() ? 16 : 32;
-	if (argc == 3 && !strcmp(argv[1], "--rounds"))
-		rounds = atoi(argv[2]);
-	else if (argc != 1)
-		tu_hard_error("usage: vmabudget [--rounds N]");
+	for (int i = 1; i < argc; i += 2) {
+		const char *usage = "usage: vmabudget [--rounds N] [--objects N] [--runs N] "
+				    "[--transfers N] [--degraded-runs N (100..4000)]";
+		if (i + 1 >= argc)
+			tu_hard_error("%s", usage);
+		char *end;
+		long v = strtol(argv[i + 1], &end, 10);
+		if (*end || end == argv[i + 1] || v < 1 || v > 100000000)
+			tu_hard_error("bad number '%s' (%s)", argv[i + 1], usage);
+		if (!strcmp(argv[i], "--rounds"))
+			rounds = (int)v;
+		else if (!strcmp(argv[i], "--objects") && v >= NCOMP)
+			nobj = (size_t)v;
+		else if (!strcmp(argv[i], "--runs"))
+			nruns = (int)v;
+		else if (!strcmp(argv[i], "--transfers"))
+			nxfer = (int)v;
+		else if (!strcmp(argv[i], "--degraded-runs") && v >= 100 && v <= NRUN_MAX)
+			ndegraded = (int)v;
+		else
+			tu_hard_error("%s", usage);
+	}
 	iso_stdio_warmup();
 	live_objects(rounds);
 	live_runs();
 	live_transfers();
-	degraded();
+	degraded(ndegraded);
 	tu_exit();
 }

@@ -48,15 +48,18 @@ TESTS += tests/qemu/arch-unit tests/qemu/pkeys-fault tests/qemu/arch-arm64.sh \
 EXTRA_DIST += tests/qemu/README tests/qemu/run.sh tests/qemu/pkeys-rig.sh \
 	tests/qemu/arch-arm64.sh
 
-# make check-qemu: only the boot (QEMU_FLAGS go to run.sh, e.g.
-# QEMU_FLAGS='--variant XPFO_OPTIONS=backend=pkeys --keep-log /tmp/log').
+# make check-qemu: only the boot, as make check runs it (QEMU_FLAGS go to
+# run.sh, e.g. QEMU_FLAGS='--keep-log /tmp/log').
 .PHONY: check-qemu
 check-qemu: $(QEMU_TEST_BINARIES)
-	cd $(top_builddir) && $(SHELL) $(abs_top_srcdir)/tests/qemu/run.sh \
-		$(QEMU_FLAGS) $(QEMU_TEST_BINARIES)
+	cd $(top_builddir) && QEMU_TEST_BINARIES='$(QEMU_TEST_BINARIES)' \
+		XPFO_QEMU_FLAGS='$(QEMU_FLAGS)' top_srcdir='$(abs_top_srcdir)' \
+		top_builddir=. $(SHELL) $(abs_top_srcdir)/tests/qemu/pkeys-rig.sh
 
 # The same suites in the guest, on both backends: static builds of the
-# allocator tests (TU_STATIC: the API by direct reference, not dlsym).
+# allocator tests (TU_STATIC: the API by direct reference, not dlsym),
+# each run once per backend in the one boot; their guest scale and
+# variants are in tests/qemu/pkeys-rig.sh.
 qemu_static_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -DTU_REQUIRE_XPFO=1 -DTU_STATIC=1
 qemu_static_cflags = $(AM_CFLAGS) -fno-builtin
 qemu_static_ldadd = libxpfo.la -lpthread
@@ -111,3 +114,8 @@ tests_qemu_contention_static_LDFLAGS = $(qemu_static_ldflags)
 tests_qemu_vmabudget_static_LDFLAGS = $(qemu_static_ldflags)
 tests_qemu_apimisuse_static_LDFLAGS = $(qemu_static_ldflags)
 tests_qemu_pkeys_backend_LDFLAGS = $(qemu_static_ldflags)
+QEMU_TEST_BINARIES += tests/qemu/pkeys-backend$(EXEEXT) \
+	tests/qemu/isolation-static$(EXEEXT) tests/qemu/misuse-static$(EXEEXT) \
+	tests/qemu/apimisuse-static$(EXEEXT) tests/qemu/vmsplice-static$(EXEEXT) \
+	tests/qemu/contention-static$(EXEEXT) tests/qemu/stress-static$(EXEEXT) \
+	tests/qemu/api-static$(EXEEXT) tests/qemu/vmabudget-static$(EXEEXT)

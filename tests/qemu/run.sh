@@ -15,6 +15,11 @@
 #   --env VAR=VALUE    set VAR in the guest for every test (repeatable)
 #   --variant VAR=VALUE  run every test once per variant, with VAR=VALUE
 #                      set; the test is named NAME[VALUE] (repeatable)
+#   --test-variant NAME:VAR=VALUE  the variants of test NAME (its file
+#                      name), instead of the --variant list (repeatable);
+#                      NAME:- runs NAME once, with no variant
+#   --test-args NAME:ARGS  run test NAME with these arguments (split at
+#                      spaces), e.g. a smaller scale than on the host
 #   --file PATH        copy PATH to /tests/files/ in the guest, not run
 #                      (helpers for script tests; repeatable)
 #   --prefix P         prefix of the test names (default "qemu/")
@@ -28,7 +33,7 @@
 #
 # Output: "PASS: qemu/NAME", "FAIL: qemu/NAME (...)", "SKIP: qemu/NAME"
 # lines (automake style), each test's own output as "# NAME: ..." lines,
-# the boot's wall time, and the exit status: 0 when nothing failed (77 when
+# each test's time in the guest ("# NAME: took S s"), the boot's wall time, and the exit status: 0 when nothing failed (77 when
 # every test skipped), 1 when a test failed, 99 when the rig itself failed
 # (no boot, timeout, a test that never reported, or a guest CPU without
 # pku/ospke in /proc/cpuinfo: the rig never passes vacuously), 77 when a
@@ -53,6 +58,8 @@ kernel=
 append=
 envs=
 variants=
+tvariants=
+targs=
 files=
 prefix=qemu/
 timeout_s=${XPFO_QEMU_TIMEOUT:-300}
@@ -69,7 +76,7 @@ add() { eval "$1=\${$1}\${$1:+\"\$nl\"}\$2"; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--kernel|--append|--env|--variant|--file|--prefix|--timeout|--test-timeout|--keep-log|--cpu)
+	--kernel|--append|--env|--variant|--test-variant|--test-args|--file|--prefix|--timeout|--test-timeout|--keep-log|--cpu)
 		[ $# -ge 2 ] || die "$1 needs an argument"
 		case $1 in
 		--kernel) kernel=$2 ;;
@@ -82,6 +89,23 @@ while [ $# -gt 0 ]; do
 			case ${2%%=*} in *[!A-Za-z0-9_]*) die "$1: bad variable name in '$2'" ;; esac
 			case $2 in *"'"*|*'|'*) die "$1: no ' or | in '$2'" ;; esac
 			if [ "$1" = --env ]; then add envs "$2"; else add variants "$2"; fi ;;
+		--test-variant)
+			case $2 in
+			[A-Za-z0-9_.+-]*:-) ;;
+			[A-Za-z0-9_.+-]*:[A-Za-z_]*=*)
+				v=${2#*:}
+				case ${v%%=*} in *[!A-Za-z0-9_]*) die "$1: bad variable name in '$2'" ;; esac
+				case $v in *"'"*|*'|'*) die "$1: no ' or | in '$2'" ;; esac ;;
+			*) die "$1 wants NAME:VAR=VALUE or NAME:-, not '$2'" ;;
+			esac
+			add tvariants "$2" ;;
+		--test-args)
+			case $2 in
+			[A-Za-z0-9_.+-]*:*) ;;
+			*) die "$1 wants NAME:ARGS, not '$2'" ;;
+			esac
+			case ${2#*:} in *[!A-Za-z0-9_.,=+/\ -]*) die "$1: arguments may hold letters, digits, spaces and _.,=+/- only: '$2'" ;; esac
+			add targs "$2" ;;
 		--file) add files "$2" ;;
 		--prefix) prefix=$2 ;;
 		--timeout) timeout_s=$2 ;;
@@ -232,14 +256,26 @@ for t in $tests; do
 	case $name in *[!A-Za-z0-9_.+-]*) die "test name '$name': letters, digits, _ . + - only" ;; esac
 	add names "$name"
 	cp "$t" "$root/tests/$name"
-	for v in $variants; do
+	vs=
+	for tv in $tvariants; do
+		[ "${tv%%:*}" != "$name" ] || add vs "${tv#*:}"
+	done
+	[ -n "$vs" ] || vs=$variants
+	args=
+	for ta in $targs; do
+		[ "${ta%%:*}" != "$name" ] || args=${ta#*:}
+	done
+	for v in $vs; do
 		if [ "$v" = - ]; then
-			printf '%s||%s\n' "$name" "$name" >>"$root/tests/plan"
+			printf '%s||%s|%s\n' "$name" "$name" "$args" >>"$root/tests/plan"
 		else
-			printf '%s[%s]|%s|%s\n' "$name" "${v#*=}" "$v" "$name" >>"$root/tests/plan"
+			printf '%s[%s]|%s|%s|%s\n' "$name" "${v#*=}" "$v" "$name" "$args" >>"$root/tests/plan"
 		fi
 		ntests=$((ntests + 1))
 	done
+done
+for x in $tvariants $targs; do
+	case "$nl$names$nl" in *"$nl${x%%:*}$nl"*) ;; *) die "--test-variant/--test-args: no test named ${x%%:*}" ;; esac
 done
 for f in $files; do
 	[ -f "$f" ] || die "--file: no such file: $f"
@@ -277,13 +313,17 @@ for f in pku ospke; do
 	esac
 done
 . /tests/env
-while IFS='|' read -r name assign file; do
+while IFS='|' read -r name assign file args; do
+	t0=$(cut -d' ' -f1 /proc/uptime)
 	(
 		[ -z "$assign" ] || export "$assign"
-		cd /tmp && exec timeout "$TEST_TIMEOUT" "/tests/$file" </dev/null
+		# $args: split at spaces on purpose
+		cd /tmp && exec timeout "$TEST_TIMEOUT" "/tests/$file" $args </dev/null
 	) >/tmp/out 2>&1
 	rc=$?
+	t1=$(cut -d' ' -f1 /proc/uptime)
 	sed "s|^|$M OUT $name: |" /tmp/out
+	echo "$M TIME $name $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")"
 	echo "$M RESULT $name $rc"
 done </tests/plan
 echo "$M DONE uptime=$(cut -d' ' -f1 /proc/uptime)"
@@ -354,10 +394,13 @@ npass=0
 nskip=0
 nfail=0
 seen=0
-while IFS='|' read -r name assign file; do
+while IFS='|' read -r name _ _ args; do
 	rc=$(awk -v p="XPFO-QEMU: RESULT $name " \
 		'index($0, p) == 1 { print substr($0, length(p) + 1); exit }' "$log")
 	grep -F "XPFO-QEMU: OUT $name: " "$log" | sed "s/^XPFO-QEMU: OUT /# /" || true
+	took=$(awk -v p="XPFO-QEMU: TIME $name " \
+		'index($0, p) == 1 { print substr($0, length(p) + 1); exit }' "$log")
+	[ -z "$took" ] || echo "# $name: took $took s${args:+ (arguments: $args)}"
 	case $rc in
 	'') echo "ERROR: $prefix$name (never reported)"; status=99; continue ;;
 	0) echo "PASS: $prefix$name"; npass=$((npass + 1)) ;;
