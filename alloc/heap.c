@@ -83,10 +83,19 @@ struct touch {
 	uint64_t saved;
 };
 
+/* The usual case: root's slot, or a slot of the compartment the thread is
+ * in: touched directly. */
+static inline bool touch_direct(const struct tstate *t, uint16_t owner)
+{
+	return owner == comp_root.id || (t->heap->comp->id == owner && !t->borrowed && t->depth);
+}
+
 static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	x->c = NULL;
 	x->indirect = x->opened = x->rights = false;
+	if (touch_direct(t, owner))
+		return;
 	struct xpfo_compartment *c = comp_table[owner];
 	if (!c || c == &comp_root || opt.revoke == REVOKE_OFF || (t->depth && t->heap->comp == c &&
 								   !t->borrowed))
@@ -116,8 +125,10 @@ static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void 
 	x->opened = true;
 }
 
-static void touch_end(struct touch *x)
+static inline void touch_end(struct touch *x)
 {
+	if (likely(!x->c))
+		return;
 	if (x->rights)
 		arch_pkey_reg_write((arch_pkey_reg_t)x->saved);
 	if (x->opened) {
@@ -461,8 +472,12 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 		s = h->cur[cls];
 	}
 	t->st.allocs[cls]++;
-	if (t->hard)
-		slot_prepare(t, s, p);
+	if (t->hard) {
+		if (likely(!opt.waf_check && !opt.junk && touch_direct(t, s->owner)))
+			memcpy((char *)p + classes[cls].size - canary_bytes, &s->canary, canary_bytes);
+		else
+			slot_prepare(t, s, p);
+	}
 	return p;
 }
 
@@ -895,8 +910,16 @@ void heap_free(void *p)
 					struct blk b = { .owner = s->owner };
 					misuse("free", a, BLK_FREED, &b);
 				}
-				if (t->hard && slot_on_free(t, s, i, p))
-					return;
+				if (t->hard) {
+					if (likely(!opt.quarantine && touch_direct(t, s->owner))) {
+						if (canary_bytes)
+							canary_check(s, p);
+						if (opt.zero_on_free | opt.junk)
+							memset(p, free_fill(), k->size - canary_bytes);
+					} else if (slot_on_free(t, s, i, p)) {
+						return;
+					}
+				}
 				slot_release_local(t, h, s, i);
 				return;
 			}
