@@ -170,12 +170,14 @@ int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int
 		munmap(tmp, size);
 		return fresh_copy_remap(addr, size, readable, prot, key);
 	}
+	/* the new protection before the new frames are written: pages first
+	 * written under another key would never merge with their neighbours */
 	if (!e)
 		e = os_purge(addr, size);
 	if (!e)
-		e = mem_io(true, addr, tmp, size);
-	if (!e)
 		e = os_protect_key(addr, size, prot, key);
+	if (!e)
+		e = mem_io(true, addr, tmp, size);
 	munmap(tmp, size);
 	return e;
 }
