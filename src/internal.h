@@ -412,6 +412,7 @@ int revoke_flush(struct tstate *t, enum flush_reason why);
 /* Make a run taken from the allocator accessible as its compartment is now
  * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
 int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len);
+int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
 uint64_t flush_serial(void);
 
 /* ---- alloc/heap.c: malloc and free ------------------------------------- */

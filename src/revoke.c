@@ -75,9 +75,21 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	uint16_t i = (uint16_t)g->n++;
 	struct xpfo_compartment *c = comp_table[owner];
 	g->r[i] = (struct range){ addr, (uint32_t)npages, owner, (uint8_t)k, 0, 0, 0,
-				  seg_of(addr)->gen, c ? __atomic_load_n(&c->access_gen, __ATOMIC_ACQUIRE) : 0,
-				  (uint8_t)flags };
-	set_pending(&g->r[i]);
+				  seg_of(addr)->gen, 0, (uint8_t)flags };
+	/* A compartment's open and close walks run under its lock and skip or
+	 * take queued pages by their entries: queue under the same lock, so
+	 * the access_gen recorded here says which side of a walk the run is
+	 * on (revoke_cancel reopens it when a walk came after).  Root never
+	 * walks but for STRICT, with one thread. */
+	if (c && c != &comp_root) {
+		pthread_mutex_lock(&c->lock);
+		g->r[i].cgen = c->access_gen;
+		set_pending(&g->r[i]);
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		g->r[i].cgen = c ? c->access_gen : 0;
+		set_pending(&g->r[i]);
+	}
 	link(g, i);
 	g->live++;
 	g->pages += npages;
@@ -148,9 +160,28 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	uintptr_t a = r->addr;
 	struct xpfo_compartment *c = comp_table[owner];
 	size_t open_pages = npages - ((flags & RF_GUARDED) ? 1 : 0);
-	if (c && r->cgen != __atomic_load_n(&c->access_gen, __ATOMIC_ACQUIRE) &&
-	    grant(c, a, open_pages << PAGE_SHIFT))
-		return 0; /* its compartment was closed since: could not reopen */
+	/* Under the compartment's lock, like its open and close walks: the
+	 * run is reopened if a walk came since it was queued, and its pages
+	 * stop being queued (they become the new run's placeholders) before
+	 * any other walk can look at them. */
+	bool locked = c && c != &comp_root;
+	if (locked)
+		pthread_mutex_lock(&c->lock);
+	if (c && r->cgen != c->access_gen && grant_locked(c, a, open_pages << PAGE_SHIFT)) {
+		if (locked)
+			pthread_mutex_unlock(&c->lock);
+		return 0; /* could not reopen it */
+	}
+	if (k == RK_RUN) {
+		struct segment *sg = seg_of(a);
+		size_t pi = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
+		for (size_t m = 0; m < npages; m++)
+			__atomic_store_n(&sg->page[pi + m], PG_MAKE(PG_TAIL, m), __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
+	}
+	if (locked)
+		pthread_mutex_unlock(&c->lock);
 	unlink_entry(g, found);
 	if (r->npages > npages) {
 		/* keep the tail queued */
@@ -161,8 +192,6 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	} else {
 		r->npages = 0;
 		g->live--;
-		if (k == RK_HUGE)
-			__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
 	}
 	g->pages -= npages;
 	stat_add(pages_cancelled, npages);
@@ -415,16 +444,24 @@ static int grant_now(uintptr_t addr, size_t len, int key)
 	return os_protect_key((void *)addr, len, OS_RW, key);
 }
 
-int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
+/* c->lock held (unless c is root). */
+int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
 	if (c == &comp_root) /* closed only while a single thread is in a STRICT one */
 		return comp_root.open ? grant_now(addr, len, key_plain()) : 0;
+	int key = pkeys_comp_key(c);
+	return key > 0 ? grant_now(addr, len, key) : c->open ? grant_now(addr, len, key_plain()) : 0;
+}
+
+int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
+{
+	if (c == &comp_root || opt.revoke == REVOKE_OFF)
+		return grant_locked(c, addr, len);
 	/* the lock keeps c's key and open state still meanwhile */
 	pthread_mutex_lock(&c->lock);
-	int key = pkeys_comp_key(c);
-	int e = key > 0 ? grant_now(addr, len, key) : c->open ? grant_now(addr, len, key_plain()) : 0;
+	int e = grant_locked(c, addr, len);
 	pthread_mutex_unlock(&c->lock);
 	return e;
 }
