@@ -84,6 +84,11 @@ def make_allocators(builddir):
         Alloc("xpfo", xpfo_so, {}, True, "default (revoke=batched)"),
         Alloc("xpfo-eager", xpfo_so, {"XPFO_OPTIONS": "revoke=eager"}, True),
         Alloc("xpfo-off", xpfo_so, {"XPFO_OPTIONS": "revoke=off"}, True),
+        # the hardening profiles (default is the "xpfo" column)
+        Alloc("xpfo-strict", xpfo_so, {"XPFO_OPTIONS": "profile=strict"}, True,
+              "profile=strict (every mitigation)"),
+        Alloc("xpfo-light", xpfo_so, {"XPFO_OPTIONS": "profile=light"}, True,
+              "profile=light (the fewest mitigations)"),
         # every thread but the first in a compartment of its own: only for
         # the share-nothing workloads (each thread builds its own structure)
         Alloc("xpfo-cthread", xpfo_so, {"XPFO_OPTIONS": "compartments=thread"}, True,
