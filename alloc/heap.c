@@ -369,7 +369,10 @@ static void heap_drain_notify(struct tstate *t, struct theap *h)
 		struct slab *next = s->notify_next;
 		__atomic_store_n(&s->in_notify, 0, __ATOMIC_RELEASE);
 		if (__atomic_load_n(&s->heap, __ATOMIC_ACQUIRE) == h && slab_collect(s)) {
-			if (s->nused == 0 && s->list != SL_CUR) {
+			/* a free announced again since the notice was cleared has
+			 * linked the slab into the new list: it must stay */
+			if (s->nused == 0 && s->list != SL_CUR &&
+			    !__atomic_load_n(&s->in_notify, __ATOMIC_ACQUIRE)) {
 				list_del(list_of(h, s), s);
 				slab_retire(t, s);
 			} else if (s->list == SL_FULL) {
@@ -744,7 +747,8 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 	/* abandoned: if that was its last live slot, retire it here */
 	bool empty = false;
 	pthread_mutex_lock(&heap_lock);
-	if (s->abandoned && !__atomic_load_n(&s->heap, __ATOMIC_RELAXED)) {
+	if (s->abandoned && !__atomic_load_n(&s->heap, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&s->in_notify, __ATOMIC_ACQUIRE)) {
 		empty = true;
 		for (unsigned w = 0; w < SLAB_WORDS && empty; w++) {
 			uint64_t live = ld(&s->used[w]) & ~ld(&s->remote[w]);
@@ -784,7 +788,9 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 			list_del(&h->full[s->cls], s);
 			list_push(&h->partial[s->cls], s, SL_PARTIAL);
 		}
-		if (s->nused == 0) {
+		/* an announced slab stays until its heap drains the notice:
+		 * freeing its metadata now would leave it linked in that list */
+		if (s->nused == 0 && !__atomic_load_n(&s->in_notify, __ATOMIC_ACQUIRE)) {
 			list_del(&h->partial[s->cls], s);
 			slab_retire(t, s);
 		}
@@ -1051,7 +1057,7 @@ void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment 
 static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 {
 	slab_collect(s);
-	if (s->nused == 0) {
+	if (s->nused == 0 && !__atomic_load_n(&s->in_notify, __ATOMIC_ACQUIRE)) {
 		slab_retire(t, s);
 		return;
 	}

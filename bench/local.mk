@@ -59,3 +59,14 @@ bench-baseline: bench-progs
 		--write-baseline '$(abs_top_srcdir)/bench/results/baseline-quick.json'
 
 .PHONY: bench bench-quick bench-check bench-baseline bench-progs
+
+# bench-vm: counts of the compartment workloads in the QEMU guest, pkeys
+# against mprotect (bench/results/vm-counts.md).
+EXTRA_PROGRAMS += bench/xb-vm-counts
+bench_xb_vm_counts_SOURCES = bench/vm/counts.c
+bench_xb_vm_counts_LDADD = libxpfo.la -lpthread
+bench_xb_vm_counts_LDFLAGS = -all-static
+EXTRA_DIST += bench/vm/run.sh
+.PHONY: bench-vm
+bench-vm: bench/xb-vm-counts$(EXEEXT)
+	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) $(SHELL) $(top_srcdir)/bench/vm/run.sh
