@@ -79,3 +79,7 @@ EXTRA_DIST += tests/lib.sh tests/README tests/preload/workload.py \
 	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
 	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
 	tests/preload-gcc.sh tests/preload-threads.sh
+
+# Which backend is picked on this machine, and what it says.
+TESTS += tests/backend.sh
+EXTRA_DIST += tests/backend.sh
