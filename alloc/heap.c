@@ -252,6 +252,15 @@ static bool slab_collect(struct slab *s)
 	return any;
 }
 
+/* The slab may be retired (its metadata freed) only when no remote free is
+ * between setting its bit and announcing it: the announcement would link
+ * freed metadata into a heap's list. */
+static inline bool slab_quiet(struct slab *s)
+{
+	return !__atomic_load_n(&s->in_notify, __ATOMIC_SEQ_CST) &&
+	       !__atomic_load_n(&s->rpending, __ATOMIC_SEQ_CST);
+}
+
 /* The slab's slots are all free: its pages go back through the gather. */
 static void slab_retire(struct tstate *t, struct slab *s)
 {
@@ -371,8 +380,7 @@ static void heap_drain_notify(struct tstate *t, struct theap *h)
 		if (__atomic_load_n(&s->heap, __ATOMIC_ACQUIRE) == h && slab_collect(s)) {
 			/* a free announced again since the notice was cleared has
 			 * linked the slab into the new list: it must stay */
-			if (s->nused == 0 && s->list != SL_CUR &&
-			    !__atomic_load_n(&s->in_notify, __ATOMIC_ACQUIRE)) {
+			if (s->nused == 0 && s->list != SL_CUR && slab_quiet(s)) {
 				list_del(list_of(h, s), s);
 				slab_retire(t, s);
 			} else if (s->list == SL_FULL) {
@@ -727,7 +735,8 @@ static inline void canary_check(const struct slab *s, void *p)
 static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 {
 	uint64_t bit = 1ull << (i % 64);
-	uint64_t old = __atomic_fetch_or(&s->remote[i / 64], bit, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&s->rpending, 1, __ATOMIC_SEQ_CST);
+	uint64_t old = __atomic_fetch_or(&s->remote[i / 64], bit, __ATOMIC_SEQ_CST);
 	if (old & bit) {
 		struct blk b = { .owner = s->owner };
 		misuse("free", (uintptr_t)slot_addr(s, i), BLK_FREED, &b);
@@ -735,20 +744,23 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 	t->st.frees[s->cls]++;
 	struct theap *h = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
 	if (h) {
-		if (!__atomic_exchange_n(&s->in_notify, 1, __ATOMIC_ACQ_REL)) {
+		if (!__atomic_exchange_n(&s->in_notify, 1, __ATOMIC_SEQ_CST)) {
 			struct slab *top = __atomic_load_n(&h->notify, __ATOMIC_RELAXED);
 			do
 				s->notify_next = top;
 			while (!__atomic_compare_exchange_n(&h->notify, &top, s, true, __ATOMIC_RELEASE,
 							    __ATOMIC_RELAXED));
 		}
+		__atomic_sub_fetch(&s->rpending, 1, __ATOMIC_SEQ_CST);
 		return;
 	}
+	__atomic_sub_fetch(&s->rpending, 1, __ATOMIC_SEQ_CST);
 	/* abandoned: if that was its last live slot, retire it here */
 	bool empty = false;
 	pthread_mutex_lock(&heap_lock);
 	if (s->abandoned && !__atomic_load_n(&s->heap, __ATOMIC_RELAXED) &&
-	    !__atomic_load_n(&s->in_notify, __ATOMIC_ACQUIRE)) {
+	    !__atomic_load_n(&s->in_notify, __ATOMIC_SEQ_CST) &&
+	    __atomic_load_n(&s->rpending, __ATOMIC_SEQ_CST) == 0) {
 		empty = true;
 		for (unsigned w = 0; w < SLAB_WORDS && empty; w++) {
 			uint64_t live = ld(&s->used[w]) & ~ld(&s->remote[w]);
@@ -790,7 +802,7 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 		}
 		/* an announced slab stays until its heap drains the notice:
 		 * freeing its metadata now would leave it linked in that list */
-		if (s->nused == 0 && !__atomic_load_n(&s->in_notify, __ATOMIC_ACQUIRE)) {
+		if (s->nused == 0 && slab_quiet(s)) {
 			list_del(&h->partial[s->cls], s);
 			slab_retire(t, s);
 		}
@@ -1057,7 +1069,7 @@ void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment 
 static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 {
 	slab_collect(s);
-	if (s->nused == 0 && !__atomic_load_n(&s->in_notify, __ATOMIC_ACQUIRE)) {
+	if (s->nused == 0 && slab_quiet(s)) {
 		slab_retire(t, s);
 		return;
 	}

@@ -201,6 +201,7 @@ struct slab {
 	uint32_t cursor;      /* word to search first */
 	uint32_t id;
 	uint8_t in_notify;    /* atomic */
+	uint32_t rpending;    /* atomic: remote frees between their bit and their notice */
 	uint8_t guard;        /* a guard page follows the slab */
 	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
