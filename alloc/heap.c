@@ -97,8 +97,7 @@ static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void 
 	if (touch_direct(t, owner))
 		return;
 	struct xpfo_compartment *c = comp_table[owner];
-	if (!c || c == &comp_root || opt.revoke == REVOKE_OFF || (t->depth && t->heap->comp == c &&
-								   !t->borrowed))
+	if (!c || opt.revoke == REVOKE_OFF) /* root and the thread's own: touch_direct */
 		return;
 	pthread_mutex_lock(&c->lock);
 	x->c = c;

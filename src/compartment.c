@@ -414,7 +414,7 @@ XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 	t->depth--;
 }
 
-/* Run fn with the thread allocating in c (not entering it). */
+/* The thread's heap for c, to allocate in c without entering it. */
 static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 {
 	if (!comp_check(c))
@@ -426,7 +426,7 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 }
 
 /* Allocate in c without entering it: the thread borrows its heap for c. */
-#define BORROW(t, c, h, expr)                                                  \
+#define BORROW(t, h, expr)                                                  \
 	({                                                                     \
 		struct theap *saved_ = (t)->heap;                              \
 		(t)->heap = (h);                                               \
@@ -446,7 +446,7 @@ XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
-	return BORROW(t, c, h, heap_malloc(t, size));
+	return BORROW(t, h, heap_malloc(t, size));
 }
 
 XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size)
@@ -460,7 +460,7 @@ XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, siz
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
-	return BORROW(t, c, h, heap_aligned(t, align, size));
+	return BORROW(t, h, heap_aligned(t, align, size));
 }
 
 XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
@@ -475,7 +475,7 @@ XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	void *p = BORROW(t, c, h, heap_malloc(t, total));
+	void *p = BORROW(t, h, heap_malloc(t, total));
 	if (p && total)
 		heap_zero_in(c->id, p, total); /* opens it for the moment if closed */
 	return p;
