@@ -25,6 +25,17 @@ void os_inject(enum os_op op, int err, unsigned skip, unsigned count)
 	inject[op].count = count;
 }
 
+__attribute__((visibility("default"))) int xpfo__test_inject(int op, int err, unsigned skip,
+							     unsigned count)
+{
+	if (op < 0 || op >= OS_OP_COUNT) {
+		errno = EINVAL;
+		return -1;
+	}
+	os_inject((enum os_op)op, err, skip, count);
+	return 0;
+}
+
 /* Returns the errno to fake, or 0. */
 static int injected(enum os_op op)
 {
@@ -213,6 +224,8 @@ void os_mem_forget(void)
 
 static int mem_io(bool write, void *addr, void *buf, size_t n)
 {
+	if (injected(OS_OP_MEM))
+		return ENOSYS;
 	int fd = mem_open();
 	if (fd < 0)
 		return ENOSYS;

@@ -14,7 +14,11 @@
 
 enum os_prot { OS_NONE = 0, OS_READ = 1, OS_RW = 3 };
 
-enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_COUNT };
+/* Operations a test can make fail (os_inject): RESERVE covers mmap of new
+ * address space (heap, metadata, temporaries), PROTECT every protection
+ * change, PURGE madvise and remapping, MEM /proc/self/mem (ENOSYS: as if it
+ * could not be opened). */
+enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_MEM, OS_OP_COUNT };
 
 /* Reserve size bytes of inaccessible address space aligned to align (a power
  * of two >= page size).  *out gets the address. */
@@ -61,5 +65,8 @@ _Noreturn void os_abort(void);
 /* Test seam: make the next `count` calls of op fail with err after `skip`
  * successful ones (count 0 disarms). */
 void os_inject(enum os_op op, int err, unsigned skip, unsigned count);
+/* Test seam exported for the test programs (tests/testutil.h declares it):
+ * os_inject with op as an int; -1 with EINVAL for an unknown op. */
+int xpfo__test_inject(int op, int err, unsigned skip, unsigned count);
 
 #endif
