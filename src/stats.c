@@ -218,9 +218,9 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 }
 
 /* The JSON report is assembled in a stack buffer of PIPE_BUF bytes and
- * written when it is full or done: the whole object (about 3 KiB) is then
- * one write, which a pipe keeps whole even when other processes of the run
- * write their reports to the same stderr at the same time. */
+ * written when it is full or done: the whole object (under 2 KiB on a
+ * typical run) is then one write, which a pipe keeps whole even when other
+ * processes of the run write their reports to the same stderr at once. */
 struct jout {
 	int fd;
 	size_t at;
