@@ -163,6 +163,10 @@ struct xpfo_stats {
 XPFO_API int xpfo_stats_get(struct xpfo_stats *out, size_t size);
 /* Write the counters as text to fd (no allocation). */
 XPFO_API void xpfo_stats_print(int fd);
+/* Write the counters to fd as one line holding one JSON object: every field
+ * above by name (the class arrays as arrays), plus the backend, why it was
+ * chosen, and the revoke mode (no allocation). */
+XPFO_API void xpfo_stats_print_json(int fd);
 
 #ifdef __cplusplus
 }

@@ -256,5 +256,5 @@ static __attribute__((destructor)) void xpfo_fini(void)
 {
 	XPFO_ENTRY;
 	if (xpfo_ready && opt.stats)
-		xpfo_stats_print(stats_fd >= 0 ? stats_fd : 2);
+		(opt.stats == 2 ? xpfo_stats_print_json : xpfo_stats_print)(stats_fd >= 0 ? stats_fd : 2);
 }

@@ -55,6 +55,8 @@ static const char *const backend_names[] = { "auto", "mprotect", "pkeys", NULL }
 static const char *const revoke_names[] = { "batched", "eager", "off", NULL };
 static const char *const comp_names[] = { "off", "thread", NULL };
 static const char *const profile_names[] = { "default", "strict", "light", NULL };
+/* an on/off option with more values: a bare "stats" is "stats=1" */
+static const char *const stats_names[] = { "0", "1", "json", NULL };
 
 #define OFF(f) offsetof(struct options, f)
 static const struct opt_desc table[] = {
@@ -74,7 +76,8 @@ static const struct opt_desc table[] = {
 	  "bytes of revoked free pages kept resident for reuse" },
 	{ "reserve", T_UINT, OFF(reserve_gib), 1, 65536, NULL,
 	  "GiB of address space reserved for the heap (a power of two)" },
-	{ "stats", T_BOOL, OFF(stats), 0, 1, NULL, "print statistics to stderr at exit" },
+	{ "stats", T_ENUM, OFF(stats), 0, 2, stats_names,
+	  "print statistics to stderr at exit: 1 as text, json as one JSON object" },
 	{ "verbose", T_BOOL, OFF(verbose), 0, 1, NULL, "print what xpfo decides at start" },
 	{ "report", T_BOOL, OFF(report), 0, 1, NULL,
 	  "report faults on heap pages (owner, thread, compartment) before the default action" },
@@ -148,6 +151,10 @@ static void apply(const char *key, size_t klen, const char *val, size_t vlen)
 		if (strlen(d->name) != klen || memcmp(d->name, key, klen))
 			continue;
 		unsigned long x;
+		if (d->type == T_ENUM && d->names == stats_names && vlen == 0 && val == key + klen) {
+			set(d, 1);
+			return;
+		}
 		if (d->type == T_ENUM) {
 			for (unsigned j = 0; d->names[j]; j++)
 				if (strlen(d->names[j]) == vlen && !memcmp(d->names[j], val, vlen)) {

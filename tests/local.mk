@@ -80,6 +80,17 @@ EXTRA_DIST += tests/lib.sh tests/README tests/preload/workload.py \
 	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
 	tests/preload-gcc.sh tests/preload-threads.sh
 
+# Statistics as JSON: xpfo_stats_print_json from a linked program, and
+# stats=json / xpfo-run --stats=json checked against struct xpfo_stats.
+check_PROGRAMS += tests/statsprint
+tests_statsprint_CFLAGS = $(tests_cflags)
+tests_statsprint_SOURCES = tests/statsprint.c $(tests_common)
+tests_statsprint_CPPFLAGS = $(tests_linked_cppflags)
+tests_statsprint_LDADD = $(tests_linked_ldadd)
+tests_statsprint_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/statsprint tests/stats-json.sh
+EXTRA_DIST += tests/stats-json.sh
+
 # Which backend is picked on this machine, and what it says.
 TESTS += tests/backend.sh
 EXTRA_DIST += tests/backend.sh
