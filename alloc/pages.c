@@ -294,6 +294,13 @@ static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 /* Purge whole segments being released, then return them to the pool. */
 void segs_release(size_t *idx, size_t n)
 {
+	/* sorted, so that neighbours coalesce into one remap */
+	for (size_t a = 1; a < n; a++)
+		for (size_t b = a; b > 0 && idx[b - 1] > idx[b]; b--) {
+			size_t t = idx[b];
+			idx[b] = idx[b - 1];
+			idx[b - 1] = t;
+		}
 	for (size_t k = 0; k < n;) {
 		size_t j = k + 1;
 		while (j < n && idx[j] == idx[j - 1] + 1)
@@ -323,10 +330,9 @@ void segs_release(size_t *idx, size_t n)
 	}
 }
 
-/* Queue segment i for release (heap_lock held; may drop it to purge). */
-static void rel_push(size_t *rel, size_t *nrel, size_t i)
+void segs_queue(size_t *rel, size_t *nrel, size_t i)
 {
-	if (*nrel == 64) {
+	if (*nrel == SEGS_QUEUE_MAX) {
 		pthread_mutex_unlock(&heap_lock);
 		segs_release(rel, *nrel);
 		*nrel = 0;
@@ -337,7 +343,7 @@ static void rel_push(size_t *rel, size_t *nrel, size_t i)
 
 void pages_release(const struct range *r, unsigned n)
 {
-	size_t rel[64];
+	size_t rel[SEGS_QUEUE_MAX];
 	size_t nrel = 0;
 	uint32_t serial = (uint32_t)flush_serial();
 	pthread_mutex_lock(&heap_lock);
@@ -355,7 +361,7 @@ void pages_release(const struct range *r, unsigned n)
 			for (size_t m = 0; m < nsegs; m++) {
 				s[m].releasing = 1;
 				s[m].owner = 0;
-				rel_push(rel, &nrel, seg_index(s) + m);
+				segs_queue(rel, &nrel, seg_index(s) + m);
 			}
 			continue;
 		}
@@ -377,20 +383,12 @@ void pages_release(const struct range *r, unsigned n)
 				seg_list_del(c, s);
 			s->releasing = 1;
 			s->owner = 0;
-			rel_push(rel, &nrel, seg_index(s));
+			segs_queue(rel, &nrel, seg_index(s));
 		}
 	}
 	pthread_mutex_unlock(&heap_lock);
-	if (nrel) {
-		/* sort for coalescing */
-		for (size_t a = 1; a < nrel; a++)
-			for (size_t b = a; b > 0 && rel[b - 1] > rel[b]; b--) {
-				size_t t = rel[b];
-				rel[b] = rel[b - 1];
-				rel[b - 1] = t;
-			}
+	if (nrel)
 		segs_release(rel, nrel);
-	}
 }
 
 bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
@@ -418,9 +416,45 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 	return true;
 }
 
-/* Release every retained free page of every carved segment (malloc_trim).
- * The purge runs under heap_lock: a page taken by another thread right after
- * an unlock could otherwise be zeroed under its new owner. */
+/* Pages [p, q) of s could not be purged while s changes hands: they hold
+ * the old owner's bytes, so they leave the free map for good (heap_lock
+ * held). */
+static void seg_quarantine_free(struct segment *s, size_t p, size_t q, int err)
+{
+	bit_fill(s->free_map, p, q - p, false);
+	s->free_pages -= (uint32_t)(q - p);
+	pages_set_run(seg_addr(s) + (p << PAGE_SHIFT), q - p, PG_MAKE(PG_QUAR, q - p), s->owner);
+	stat_inc(revoke_failures);
+	stat_add(pages_quarantined, q - p);
+	xpfo_warn("cannot purge %u free pages at %p changing owner (error %d): quarantined",
+		  (unsigned long)(q - p), (void *)(seg_addr(s) + (p << PAGE_SHIFT)), (long)err);
+}
+
+/* Purge the retained (free, not clean) pages of carved segment s, under
+ * heap_lock: a page taken by another thread right after an unlock could be
+ * zeroed under its new owner.  With `handover` s is about to change hands:
+ * a page that cannot be purged is quarantined, never handed over. */
+void seg_purge_retained(struct segment *s, bool handover)
+{
+	uint64_t want[SEG_WORDS];
+	for (size_t w = 0; w < SEG_WORDS; w++)
+		want[w] = s->free_map[w] & ~s->clean_map[w];
+	size_t p = 0;
+	while ((p = bit_next(want, p, SEG_PAGES, true)) < SEG_PAGES) {
+		size_t q = bit_next(want, p, SEG_PAGES, false);
+		int e = os_purge((void *)(seg_addr(s) + (p << PAGE_SHIFT)), (q - p) << PAGE_SHIFT);
+		if (!e) {
+			stat_inc(purges);
+			stat_add(pages_purged, q - p);
+			seg_mark_clean(s, p, q - p);
+		} else if (handover) {
+			seg_quarantine_free(s, p, q, e);
+		}
+		p = q;
+	}
+}
+
+/* Release every retained free page of every carved segment (malloc_trim). */
 void pages_purge_all(void)
 {
 	for (size_t i = 0; i < heap_nsegs; i++) {
@@ -430,22 +464,8 @@ void pages_purge_all(void)
 		}
 		pthread_mutex_lock(&heap_lock);
 		struct segment *s = &seg_table[i];
-		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing) {
-			uint64_t want[SEG_WORDS];
-			for (size_t w = 0; w < SEG_WORDS; w++)
-				want[w] = s->free_map[w] & ~s->clean_map[w];
-			size_t p = 0;
-			while ((p = bit_next(want, p, SEG_PAGES, true)) < SEG_PAGES) {
-				size_t q = bit_next(want, p, SEG_PAGES, false);
-				uintptr_t a = seg_addr(s) + (p << PAGE_SHIFT);
-				if (!os_purge((void *)a, (q - p) << PAGE_SHIFT)) {
-					stat_inc(purges);
-					stat_add(pages_purged, q - p);
-					seg_mark_clean(s, p, q - p);
-				}
-				p = q;
-			}
-		}
+		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing)
+			seg_purge_retained(s, false);
 		pthread_mutex_unlock(&heap_lock);
 	}
 }

@@ -387,10 +387,18 @@ static inline uint16_t page_owner(struct segment *s, uintptr_t p)
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
+/* Purge s's retained free pages (heap_lock held); handover: s changes
+ * hands, and a page whose purge fails is quarantined. */
+void seg_purge_retained(struct segment *s, bool handover);
 void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
 void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
-/* Purge segments idx[0..n) (sorted) and return them to the unused pool. */
+/* Purge segments idx[0..n) and return them to the unused pool (sorts idx). */
 void segs_release(size_t *idx, size_t n);
+/* Add segment i to rel[0..*nrel) (SEGS_QUEUE_MAX entries) for a later
+ * segs_release; a full buffer is released first (heap_lock held, dropped
+ * meanwhile), so no segment is ever left out. */
+#define SEGS_QUEUE_MAX 64
+void segs_queue(size_t *rel, size_t *nrel, size_t i);
 static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
 static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
 

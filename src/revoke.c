@@ -216,6 +216,8 @@ static void sort_ranges(struct range *r, unsigned n)
 
 static inline uintptr_t range_end(const struct range *r) { return r->addr + ((uintptr_t)r->npages << PAGE_SHIFT); }
 
+static void quarantine(struct range *r);
+
 /* Purge the coalesced page runs (not huge ones: their segments are purged
  * when released) of r[a..b) that are at least min bytes long. */
 static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
@@ -234,11 +236,16 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 		bool foreign = false;
 		for (unsigned k = i; k < j && !foreign; k++)
 			foreign = r[k].owner != seg_of(r[k].addr)->owner;
-		if ((len >= min || foreign) && !os_purge((void *)r[i].addr, len)) {
+		int e = len >= min || foreign ? os_purge((void *)r[i].addr, len) : -1;
+		if (!e) {
 			stat_inc(purges);
 			stat_add(pages_purged, len >> PAGE_SHIFT);
 			for (unsigned k = i; k < j; k++)
 				r[k].purged = 1;
+		} else if (foreign && e > 0) {
+			/* its old frames would reach the segment's owner: never reused */
+			for (unsigned k = i; k < j; k++)
+				quarantine(&r[k]);
 		}
 		i = j;
 	}
