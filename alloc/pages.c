@@ -391,26 +391,37 @@ void pages_release(const struct range *r, unsigned n)
 		segs_release(rel, nrel);
 }
 
+/* Free pages that are not clean hold their segment owner's old bytes (a
+ * run of any other owner is purged when it is freed, and a segment changes
+ * hands only purged): a run of another owner growing over them needs fresh
+ * frames. */
 bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
 	size_t extra = new_npages - npages;
+	uintptr_t more = addr + (npages << PAGE_SHIFT);
+	uint16_t owner = page_owner(s, addr);
 	if (s->kind != SEG_PAGES_K || i + new_npages > SEG_PAGES)
 		return false;
 	pthread_mutex_lock(&heap_lock);
 	bool ok = bit_next(s->free_map, i + npages, i + new_npages, false) == i + new_npages;
-	if (ok)
-		seg_take_pages(s, i + npages, extra, page_owner(s, addr));
+	bool fresh = ok && (seg_take_pages(s, i + npages, extra, owner) || owner == s->owner);
 	pthread_mutex_unlock(&heap_lock);
 	if (!ok)
 		return false;
-	uint16_t owner = page_owner(s, addr);
-	if (grant(comp_table[owner], addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
-		/* could not open them: hand them straight back (never opened) */
-		struct range r = { addr + (npages << PAGE_SHIFT), (uint32_t)extra, owner, RK_RUN,
-				   0, 0, 0, s->gen, 0, 0 };
-		pages_release(&r, 1);
+	struct range r = { more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
+	if (!fresh) {
+		if (os_purge((void *)more, extra << PAGE_SHIFT)) {
+			pages_release(&r, 1); /* never opened: back as they were */
+			return false;
+		}
+		stat_inc(purges);
+		stat_add(pages_purged, extra);
+		r.purged = 1;
+	}
+	if (grant(comp_table[owner], more, extra << PAGE_SHIFT)) {
+		pages_release(&r, 1); /* could not open them: straight back */
 		return false;
 	}
 	return true;

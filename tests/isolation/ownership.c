@@ -141,6 +141,7 @@ static int grow_foreign(void *arg)
 			"compartment \"sender\"'s pattern\n", r == b ? "in place" : "moved", nz, pat);
 		return 20;
 	}
+	fprintf(stderr, "realloc %s, no byte of the sender's\n", r == b ? "grew in place" : "moved");
 	free(r);
 	return 0;
 }
