@@ -264,7 +264,7 @@ static inline bool slab_quiet(struct slab *s)
 static void slab_retire(struct tstate *t, struct slab *s)
 {
 	size_t np = classes[s->cls].npages + s->guard;
-	unsigned flags = s->guard ? RF_GUARDED : 0;
+	unsigned flags = (s->guard ? RF_GUARDED : 0) | RF_CLASS(s->cls);
 	uintptr_t base = s->base;
 	uint16_t owner = s->owner;
 	pthread_mutex_lock(&heap_lock);
@@ -601,6 +601,16 @@ struct blk {
 	uint32_t slot;
 };
 
+/* Was a a slot's start in the retired slab that page (entry value v) was
+ * part of?  Its slots were all free when it was retired. */
+static bool retired_slot(uintptr_t a, uintptr_t page, uint32_t v)
+{
+	const struct size_class *k = &classes[PG_INFO_CLASS(v)];
+	uintptr_t off = a - (page - ((uintptr_t)PG_INFO_INDEX(v) << PAGE_SHIFT));
+	uint32_t i = (uint32_t)((off * k->recip) >> 32);
+	return i < k->nslots && (uintptr_t)i * k->size == off;
+}
+
 static enum blk_status classify(uintptr_t a, struct blk *b)
 {
 	b->guarded = 0;
@@ -622,14 +632,18 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 			return a == base ? BLK_FREED : BLK_NOT_BLOCK;
 		return a == base ? BLK_OK : BLK_INTERIOR;
 	}
-	if (kind != SEG_PAGES_K) {
-		/* a segment back in the pool: a page-aligned pointer into it
-		 * was a block's start (blocks of the pool's segments are runs) */
-		b->base = a;
-		return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
-	}
 	uint32_t e = page_entry(sg, a);
 	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
+	if (kind != SEG_PAGES_K) {
+		/* a segment back in the pool: one that held slabs (its sticky
+		 * tag is a class) keeps the entries of its retired slabs;
+		 * otherwise a page-aligned pointer into it was a run's start */
+		b->base = a;
+		if (kind == SEG_UNUSED && sg->tag && sg->tag <= NCLASSES && PG_TYPE(e) == PG_FREE &&
+		    PG_INFO_CLASS(PG_VAL(e)) == sg->tag - 1)
+			return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
+		return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
+	}
 	switch (PG_TYPE(e)) {
 	case PG_SLAB: {
 		struct slab *s = &slab_table[PG_VAL(e)];
@@ -676,7 +690,10 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 	default: /* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD */
 		b->kind = BK_LARGE;
 		b->base = page;
-		b->usable = b->span = (size_t)PG_VAL(e) << PAGE_SHIFT;
+		b->usable = b->span = (size_t)PG_RUN_PAGES(PG_VAL(e)) << PAGE_SHIFT;
+		if ((PG_TYPE(e) == PG_FREE || PG_TYPE(e) == PG_PENDING) &&
+		    PG_INFO_CLASS(PG_VAL(e)) >= 0)
+			return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
 		return a == page && PG_TYPE(e) != PG_GUARD ? BLK_FREED : BLK_NOT_BLOCK;
 	}
 }

@@ -283,6 +283,17 @@ void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t 
 	}
 }
 
+void pages_set_retired(uintptr_t addr, size_t npages, unsigned cls, uint16_t owner)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
+	for (size_t k = 0; k < npages; k++) {
+		uint32_t v = (k ? 0 : (uint32_t)npages) | PG_SLAB_INFO(cls, k);
+		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_PENDING, v), __ATOMIC_RELEASE);
+	}
+}
+
 /* Mark pages [i, i+n) of a carved segment clean (heap_lock held). */
 static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 {
@@ -367,8 +378,11 @@ void pages_release(const struct range *r, unsigned n)
 		}
 		size_t i = (r[k].addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
 		for (size_t m = 0; m < r[k].npages; m++) {
+			/* a retired slab's page keeps what it was (double free reports) */
+			uint32_t was = s->page[i + m];
+			uint32_t info = PG_TYPE(was) == PG_PENDING ? PG_VAL(was) & PG_INFO_MASK : 0;
 			__atomic_store_n(&s->aux[i + m], serial, __ATOMIC_RELAXED);
-			__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, 0), __ATOMIC_RELEASE);
+			__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, info), __ATOMIC_RELEASE);
 		}
 		bit_fill(s->free_map, i, r[k].npages, true);
 		if (r[k].purged)

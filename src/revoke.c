@@ -60,6 +60,8 @@ static void set_pending(const struct range *r)
 {
 	if (r->kind == RK_HUGE)
 		__atomic_store_n(&seg_of(r->addr)->releasing, 1, __ATOMIC_RELEASE);
+	else if (RF_CLASS_OF(r->flags) >= 0)
+		pages_set_retired(r->addr, r->npages, (unsigned)RF_CLASS_OF(r->flags), r->owner);
 	else
 		pages_set_run(r->addr, r->npages, PG_MAKE(PG_PENDING, r->npages), r->owner);
 }
@@ -184,9 +186,10 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		pthread_mutex_unlock(&c->lock);
 	unlink_entry(g, found);
 	if (r->npages > npages) {
-		/* keep the tail queued */
+		/* keep the tail queued (no longer a whole slab: no class) */
 		r->addr += npages << PAGE_SHIFT;
 		r->npages -= (uint32_t)npages;
+		r->flags &= RF_GUARDED | RF_SPARE;
 		set_pending(r);
 		link(g, found);
 	} else {
