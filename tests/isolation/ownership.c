@@ -108,6 +108,38 @@ static int destroy_handover(void *arg)
 	return 0;
 }
 
+/* The same, but the purge at the hand-over fails (injected): the freed
+ * run's pages are quarantined, with one warning, and no run root gets
+ * holds the pattern. */
+static int destroy_handover_purge_fails(void *arg)
+{
+	(void)arg;
+	struct xpfo_stats s0, s1;
+	xpfo_compartment_t *d = mk("doomed");
+	xpfo_compartment_t *prev = xpfo_enter(d);
+	NEED(prev, 3);
+	unsigned char *a = malloc(RUN), *b = malloc(RUN);
+	NEED(a && b && (uintptr_t)a / SEG == (uintptr_t)b / SEG, 4);
+	memset(a, PAT, RUN);
+	free(a);
+	NEED(xpfo_transfer(b, xpfo_root()) == 0, 5);
+	xpfo_leave(prev);
+	tu_stats(&s0);
+	NEED(xpfo__test_inject(TU_OS_PURGE, EIO, 0, 1) == 0, 6);
+	NEED(xpfo_compartment_destroy(d) == 0, 7);
+	tu_stats(&s1);
+	NEED(s1.pages_quarantined >= s0.pages_quarantined + RUN / ISO_PAGE, 8);
+	for (int i = 0; i < 8; i++) {
+		unsigned char *r = malloc(RUN);
+		NEED(r, 9);
+		NEED(!overlaps(r, RUN, a, RUN), 10);
+		size_t pat;
+		nonzero(r, RUN, &pat);
+		NEED(pat == 0, 11);
+	}
+	return 0;
+}
+
 /* ---- grow in place over another owner's free pages ---------------------- */
 
 static int grow_foreign(void *arg)
@@ -230,6 +262,8 @@ int main(int argc, char **argv)
 		  destroy_handover, NULL, 0 },
 		{ "destroy: root's next run over a run root freed (queued across the destroy) is "
 		  "fresh", destroy_handover, &yes, 0 },
+		{ "destroy: the purge at the hand-over fails: the freed run is quarantined",
+		  destroy_handover_purge_fails, NULL, 0 },
 		{ "grow: a transferred run grows over the sender's freed pages (512 guards live)",
 		  grow_foreign, &yes, 0 },
 		{ "destroy: a 300 MiB block gives its segments back, three times",
