@@ -264,7 +264,7 @@ static inline bool slab_quiet(struct slab *s)
 static void slab_retire(struct tstate *t, struct slab *s)
 {
 	size_t np = classes[s->cls].npages + s->guard;
-	unsigned flags = s->guard ? RF_GUARDED : 0;
+	unsigned flags = (s->guard ? RF_GUARDED : 0) | RF_CLASS(s->cls);
 	uintptr_t base = s->base;
 	uint16_t owner = s->owner;
 	pthread_mutex_lock(&heap_lock);
@@ -601,6 +601,16 @@ struct blk {
 	uint32_t slot;
 };
 
+/* Was a a slot's start in the retired slab that page (entry value v) was
+ * part of?  Its slots were all free when it was retired. */
+static bool retired_slot(uintptr_t a, uintptr_t page, uint32_t v)
+{
+	const struct size_class *k = &classes[PG_INFO_CLASS(v)];
+	uintptr_t off = a - (page - ((uintptr_t)PG_INFO_INDEX(v) << PAGE_SHIFT));
+	uint32_t i = (uint32_t)((off * k->recip) >> 32);
+	return i < k->nslots && (uintptr_t)i * k->size == off;
+}
+
 static enum blk_status classify(uintptr_t a, struct blk *b)
 {
 	b->guarded = 0;
@@ -622,14 +632,18 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 			return a == base ? BLK_FREED : BLK_NOT_BLOCK;
 		return a == base ? BLK_OK : BLK_INTERIOR;
 	}
-	if (kind != SEG_PAGES_K) {
-		/* a segment back in the pool: a page-aligned pointer into it
-		 * was a block's start (blocks of the pool's segments are runs) */
-		b->base = a;
-		return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
-	}
 	uint32_t e = page_entry(sg, a);
 	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
+	if (kind != SEG_PAGES_K) {
+		/* a segment back in the pool: one that held slabs (its sticky
+		 * tag is a class) keeps the entries of its retired slabs;
+		 * otherwise a page-aligned pointer into it was a run's start */
+		b->base = a;
+		if (kind == SEG_UNUSED && sg->tag && sg->tag <= NCLASSES && PG_TYPE(e) == PG_FREE &&
+		    PG_INFO_CLASS(PG_VAL(e)) == sg->tag - 1)
+			return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
+		return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
+	}
 	switch (PG_TYPE(e)) {
 	case PG_SLAB: {
 		struct slab *s = &slab_table[PG_VAL(e)];
@@ -676,7 +690,10 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 	default: /* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD */
 		b->kind = BK_LARGE;
 		b->base = page;
-		b->usable = b->span = (size_t)PG_VAL(e) << PAGE_SHIFT;
+		b->usable = b->span = (size_t)PG_RUN_PAGES(PG_VAL(e)) << PAGE_SHIFT;
+		if ((PG_TYPE(e) == PG_FREE || PG_TYPE(e) == PG_PENDING) &&
+		    PG_INFO_CLASS(PG_VAL(e)) >= 0)
+			return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
 		return a == page && PG_TYPE(e) != PG_GUARD ? BLK_FREED : BLK_NOT_BLOCK;
 	}
 }
@@ -978,6 +995,60 @@ size_t heap_usable(const void *p)
 	return b.usable;
 }
 
+/* Resize a page run or huge block of the caller's compartment where it
+ * is; false: it must move. */
+static bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
+{
+	size_t np = b->usable >> PAGE_SHIFT;
+	size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
+	if (nnp == np)
+		return true;
+	if (b->kind == BK_LARGE && nnp < np && nnp > 0 &&
+	    (!b->guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
+					   key_revoked()) == 0)) {
+		/* shrink in place: the tail goes to the gather (with a
+		 * guard, its first page becomes the new guard and the old
+		 * guard ends the freed tail) */
+		pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b->owner);
+		stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
+		if (b->guarded) {
+			stat_inc(revoke_syscalls);
+			pages_set_run(a + (nnp << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), b->owner);
+			stat_inc(live_guards); /* the old one leaves with the tail */
+			if (np - nnp > 0)
+				revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b->owner, RK_RUN,
+					   RF_GUARDED);
+		} else {
+			revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner, RK_RUN, 0);
+		}
+		return true;
+	}
+	if (b->kind == BK_LARGE && !b->guarded && size <= LARGE_MAX &&
+	    pages_grow_in_place(a, np, nnp)) {
+		pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b->owner);
+		stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
+		return true;
+	}
+	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large;
+	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
+		return false;
+	if (nnp > np && grant(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
+		return false;
+	if (nnp < np) {
+		if (os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), (np - nnp) << PAGE_SHIFT, OS_NONE,
+				   key_revoked()))
+			return false;
+		stat_inc(revoke_syscalls);
+	}
+	b->seg->huge_pages = (uint32_t)nnp;
+	stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
+	return true;
+}
+
+/* realloc is free + malloc in the caller's compartment: a block stays
+ * where it is only when it is the caller's compartment's own; one of
+ * another compartment moves, read like free reads it (struct touch: a
+ * closed compartment's pages through /proc/self/mem, never opened). */
 void *heap_realloc(struct tstate *t, void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p;
@@ -985,69 +1056,25 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	enum blk_status stt = classify(a, &b);
 	if (stt != BLK_OK)
 		misuse("realloc", a, stt, &b);
-	if (b.kind == BK_SMALL) {
-		if (canary_bytes)
-			canary_check(b.s, p);
-		if (size <= SMALL_MAX - canary_bytes && size_to_class(size + canary_bytes) == b.s->cls) {
-			stat_inc(reallocs_in_place);
-			return p;
-		}
-	} else if (size > SMALL_MAX - canary_bytes) {
-		size_t np = b.usable >> PAGE_SHIFT;
-		size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
-		if (nnp == np) {
-			stat_inc(reallocs_in_place);
-			return p;
-		}
-		if (b.kind == BK_LARGE && nnp < np && nnp > 0 &&
-		    (!b.guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
-						  key_revoked()) == 0)) {
-			/* shrink in place: the tail goes to the gather (with a
-			 * guard, its first page becomes the new guard and the old
-			 * guard ends the freed tail) */
-			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b.owner);
-			stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
-			if (b.guarded) {
-				stat_inc(revoke_syscalls);
-				pages_set_run(a + (nnp << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), b.owner);
-				stat_inc(live_guards); /* the old one leaves with the tail */
-				if (np - nnp > 0)
-					revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b.owner, RK_RUN,
-						   RF_GUARDED);
-			} else {
-				revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b.owner, RK_RUN, 0);
-			}
-			stat_inc(reallocs_in_place);
-			return p;
-		}
-		if (b.kind == BK_LARGE && !b.guarded && size <= LARGE_MAX &&
-		    pages_grow_in_place(a, np, nnp)) {
-			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b.owner);
-			stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
-			stat_inc(reallocs_in_place);
-			return p;
-		}
-		size_t room = (size_t)b.seg->nsegs * SEG_PAGES - opt.guard_large;
-		if (b.kind == BK_HUGE && nnp <= room && nnp > np / 2) {
-			if (nnp > np && grant(comp_table[b.owner], a + (np << PAGE_SHIFT),
-					      (nnp - np) << PAGE_SHIFT))
-				goto move;
-			if (nnp < np && os_protect_key((void *)(a + (nnp << PAGE_SHIFT)),
-						       (np - nnp) << PAGE_SHIFT, OS_NONE, key_revoked()) == 0)
-				stat_inc(revoke_syscalls);
-			else if (nnp < np)
-				goto move;
-			b.seg->huge_pages = (uint32_t)nnp;
-			stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
-			stat_inc(reallocs_in_place);
-			return p;
-		}
+	struct touch x;
+	if (b.kind == BK_SMALL && canary_bytes) {
+		touch_begin(&x, t, b.owner, p, b.span);
+		canary_check_x(&x, b.s, p);
+		touch_end(&x);
 	}
-move:;
+	bool small = size <= SMALL_MAX - canary_bytes;
+	if (b.owner == t->heap->comp->id &&
+	    (b.kind == BK_SMALL ? small && size_to_class(size + canary_bytes) == b.s->cls
+				: !small && realloc_in_place(t, a, &b, size))) {
+		stat_inc(reallocs_in_place);
+		return p;
+	}
 	void *q = heap_malloc(t, size);
 	if (!q)
 		return NULL;
-	memcpy(q, p, b.usable < size ? b.usable : size);
+	touch_begin(&x, t, b.owner, p, b.usable);
+	t_read(&x, p, q, b.usable < size ? b.usable : size);
+	touch_end(&x);
 	heap_free(p);
 	return q;
 }

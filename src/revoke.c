@@ -60,6 +60,8 @@ static void set_pending(const struct range *r)
 {
 	if (r->kind == RK_HUGE)
 		__atomic_store_n(&seg_of(r->addr)->releasing, 1, __ATOMIC_RELEASE);
+	else if (RF_CLASS_OF(r->flags) >= 0)
+		pages_set_retired(r->addr, r->npages, (unsigned)RF_CLASS_OF(r->flags), r->owner);
 	else
 		pages_set_run(r->addr, r->npages, PG_MAKE(PG_PENDING, r->npages), r->owner);
 }
@@ -184,9 +186,10 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		pthread_mutex_unlock(&c->lock);
 	unlink_entry(g, found);
 	if (r->npages > npages) {
-		/* keep the tail queued */
+		/* keep the tail queued (no longer a whole slab: no class) */
 		r->addr += npages << PAGE_SHIFT;
 		r->npages -= (uint32_t)npages;
+		r->flags &= RF_GUARDED | RF_SPARE;
 		set_pending(r);
 		link(g, found);
 	} else {
@@ -216,6 +219,8 @@ static void sort_ranges(struct range *r, unsigned n)
 
 static inline uintptr_t range_end(const struct range *r) { return r->addr + ((uintptr_t)r->npages << PAGE_SHIFT); }
 
+static void quarantine(struct range *r);
+
 /* Purge the coalesced page runs (not huge ones: their segments are purged
  * when released) of r[a..b) that are at least min bytes long. */
 static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
@@ -234,11 +239,16 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 		bool foreign = false;
 		for (unsigned k = i; k < j && !foreign; k++)
 			foreign = r[k].owner != seg_of(r[k].addr)->owner;
-		if ((len >= min || foreign) && !os_purge((void *)r[i].addr, len)) {
+		int e = len >= min || foreign ? os_purge((void *)r[i].addr, len) : -1;
+		if (!e) {
 			stat_inc(purges);
 			stat_add(pages_purged, len >> PAGE_SHIFT);
 			for (unsigned k = i; k < j; k++)
 				r[k].purged = 1;
+		} else if (foreign && e > 0) {
+			/* its old frames would reach the segment's owner: never reused */
+			for (unsigned k = i; k < j; k++)
+				quarantine(&r[k]);
 		}
 		i = j;
 	}
