@@ -961,7 +961,8 @@ void heap_free_checked(void *p, size_t size, size_t align)
 				c++;
 		got = c < NCLASSES ? classes[c].size : 0;
 	} else {
-		got = align_up(size, PAGE_SIZE);
+		/* heap_aligned serves size 0 with a large alignment one page */
+		got = align_up(size || align <= 16 ? size : 1, PAGE_SIZE);
 	}
 	if (got != want)
 		xpfo_fatal("sized free of %p with size %z: the block has size class %z (compartment \"%s\")",
