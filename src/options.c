@@ -72,8 +72,12 @@ static const struct opt_desc table[] = {
 	  "at least this long are released to the OS (spans of 1 MiB or more always are)" },
 	{ "retain", T_ULONG, OFF(retain), 0, 1ul << 40, NULL,
 	  "bytes of revoked free pages kept resident for reuse" },
-	{ "reserve", T_UINT, OFF(reserve_gib), 1, 65536, NULL,
-	  "GiB of address space reserved for the heap (a power of two)" },
+	/* at most 2^45 bytes: the reservation is aligned to its size, and
+	 * 2^46 aligned (mapping size + align for a moment) cannot be placed in
+	 * x86-64's 47-bit user address space */
+	{ "reserve", T_UINT, OFF(reserve_gib), 1, 32768, NULL,
+	  "GiB of address space reserved for the heap (a power of two); a smaller one is "
+	  "taken (with a warning) when it does not fit, as under ulimit -v" },
 	{ "stats", T_BOOL, OFF(stats), 0, 1, NULL, "print statistics to stderr at exit" },
 	{ "verbose", T_BOOL, OFF(verbose), 0, 1, NULL, "print what xpfo decides at start" },
 	{ "report", T_BOOL, OFF(report), 0, 1, NULL,
@@ -171,6 +175,8 @@ static void apply(const char *key, size_t klen, const char *val, size_t vlen)
 			return;
 		}
 		set(d, x);
+		if (!strcmp(d->name, "reserve"))
+			opt.reserve_given = 1;
 		return;
 	}
 	if (klen == 4 && !memcmp(key, "help", 4)) {
