@@ -284,7 +284,9 @@ static void vma_check(bool failed)
 	}
 }
 
-/* Revoke a span by releasing its frames only (degraded mode). */
+/* Revoke a span by releasing its frames only (degraded mode).  Its pages
+ * stay as reachable as they were, so they are not known to be zero later:
+ * the next owner's calloc zeroes them. */
 static bool release_unprotected(uintptr_t a, size_t len)
 {
 	if (os_purge((void *)a, len))
@@ -386,10 +388,11 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			j++;
 		size_t len = range_end(&r[j - 1]) - r[i].addr;
 		if (opt.revoke != REVOKE_OFF) {
+			/* a span released unprotected is not marked clean: it
+			 * stays writable, and a write after free would reach the
+			 * next calloc */
 			if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
 			    release_unprotected(r[i].addr, len)) {
-				for (unsigned k = i; k < j; k++)
-					r[k].purged = 1;
 				i = j;
 				continue;
 			}
@@ -398,8 +401,6 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			if (e == ENOMEM) {
 				vma_check(true);
 				if (release_unprotected(r[i].addr, len)) {
-					for (unsigned k = i; k < j; k++)
-						r[k].purged = 1;
 					i = j;
 					continue;
 				}
