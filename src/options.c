@@ -64,9 +64,10 @@ static const struct opt_desc table[] = {
 	  "batched: queue revocations per thread and apply them in coalesced batches; "
 	  "eager: apply each at once (the baseline); off: never revoke (measurement only, unsafe)" },
 	{ "batch", T_UINT, OFF(batch), 1, GATHER_MAX_RUNS, NULL,
-	  "freed runs a thread queues before its gather is applied" },
+	  "frees a thread queues before its gather is applied (those taken back by its next "
+	  "malloc count too)" },
 	{ "batch_pages", T_UINT, OFF(batch_pages), 1, 1u << 20, NULL,
-	  "pages a thread queues before its gather is applied" },
+	  "freed pages a thread queues before its gather is applied" },
 	{ "purge", T_ULONG, OFF(purge), 4096, 1ul << 40, NULL,
 	  "bytes: once more than `retain` bytes of revoked pages are resident, revoked spans "
 	  "at least this long are released to the OS (spans of 1 MiB or more always are)" },

@@ -10,7 +10,10 @@
  *    than with revoke=eager (stats counters, each mode in a child started
  *    with XPFO_OPTIONS in its environment).  revoke-strace.sh counts the same
  *    loop with strace.
- * 3. Degraded mode (a child with XPFO_OPTIONS=max_vmas=100, over the VMA
+ * 3. The batch bound: a freed 20 KiB run is revoked (a write(2) from it gives
+ *    EFAULT) within 1024 (batch) later frees, even when each of those is
+ *    taken back by the next malloc and never reaches a flush.
+ * 4. Degraded mode (a child with XPFO_OPTIONS=max_vmas=100, over the VMA
  *    budget): a freed 20 KiB run is released, not protected; bytes written
  *    into it after free (through read(2), which would give EFAULT on a
  *    protected page) never come back from calloc(1, 20480), which reuses it.
@@ -157,7 +160,7 @@ static void uaf_exec(const char *opts, const char *n, const char *off,
 
 /* Can the process read byte p now?  write(2) from a PROT_NONE page fails
  * with EFAULT instead of raising SIGSEGV. */
-static __attribute__((unused)) int readable(const void *p)
+static int readable(const void *p)
 {
 	static int fd[2] = { -1, -1 };
 	char c;
@@ -255,6 +258,43 @@ static void test_degraded_calloc(void)
 	if (code == 0)
 		fprintf(stderr, "ok: degraded mode: a write after free into a released run does "
 				"not reach calloc (%s)", c.out);
+}
+
+/* ---- the batch bound holds when frees are taken back --------------------- */
+
+/* A freed run waits at most `batch` frees (1024 by default) for its
+ * revocation, even when the frees after it are taken back by the next
+ * malloc (revoke_cancel) and never leave the gather. */
+static void test_batch_bound(void)
+{
+	char *a = malloc(20480);
+	void *p = malloc(40960);
+	CHECK(a && p, "malloc");
+	memset(a, 0x77, 20480);
+	tu_x.flush();
+	struct xpfo_stats s0, s1;
+	tu_stats(&s0);
+	free(a);
+	CHECK(readable(a), "a freed run was revoked at once with the default batch "
+	      "(the test needs it queued)");
+	int pairs = 0;
+	for (; pairs < 4096 && readable(a); pairs++) {
+		free(p);
+		p = malloc(40960); /* takes the queued run back */
+		if (!p)
+			tu_hard_error("malloc(40960): %s", strerror(errno));
+	}
+	tu_stats(&s1);
+	CHECK(!readable(a), "a freed 20 KiB run was still readable after %d free/malloc pairs "
+	      "(batch=1024): %llu flushes, %llu pages cancelled", pairs,
+	      (unsigned long long)(s1.flushes - s0.flushes),
+	      (unsigned long long)(s1.pages_cancelled - s0.pages_cancelled));
+	CHECK(pairs <= 1024, "a freed run waited %d frees for its revocation (batch=1024)", pairs);
+	fprintf(stderr, "batch bound: a freed run revoked after %d free/malloc pairs taken back "
+			"(batch=1024); %llu flushes, %llu pages cancelled\n", pairs,
+		(unsigned long long)(s1.flushes - s0.flushes),
+		(unsigned long long)(s1.pages_cancelled - s0.pages_cancelled));
+	free(p);
 }
 
 /* ---- the counted free loop ----------------------------------------------- */
@@ -433,5 +473,6 @@ int main(int argc, char **argv)
 	uaf_exec("revoke=off", "65536", "100", "r", "flush", 0);
 	test_counts();
 	test_degraded_calloc();
+	test_batch_bound();
 	tu_exit();
 }
