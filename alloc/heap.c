@@ -71,15 +71,23 @@ static inline int free_fill(void) { return opt.junk ? 0xdf : 0; }
  * now: with a key, the thread's rights are widened for the moment (no
  * syscall, nobody else gains anything); a closed compartment on the mprotect
  * backend is read and written through /proc/self/mem, which needs no
- * protection change, so no other thread ever sees the page open.  The
- * compartment's lock keeps enter, leave and key moves out meanwhile. */
+ * protection change, so no other thread ever sees the page open.  Without
+ * /proc/self/mem the slot's pages are moved to an address nobody knows,
+ * opened there, and moved back closed (os_move_out): they are never
+ * reachable at their own address.  If even that fails, the checks on the
+ * slot are skipped (counted in touches_skipped) and a write it needs is
+ * fatal.  The compartment's lock keeps enter, leave, grants, walks and key
+ * moves out meanwhile, and no thread is inside a closed compartment. */
 struct touch {
 	struct xpfo_compartment *c;
 	bool indirect;        /* through /proc/self/mem */
-	bool opened;          /* fallback: the pages were opened for the moment */
+	bool moved;           /* fallback: the pages were moved away and opened */
+	bool skipped;         /* neither worked: checks skipped, writes fatal */
 	bool rights;          /* pkeys: the thread's rights were widened */
+	int err;              /* skipped: why */
 	uintptr_t a;
 	size_t len;
+	ptrdiff_t delta;      /* moved: where the slot is now, less where it was */
 	uint64_t saved;
 };
 
@@ -90,10 +98,29 @@ static inline bool touch_direct(const struct tstate *t, uint16_t owner)
 	return owner == comp_root.id || (t->heap->comp->id == owner && !t->borrowed && t->depth);
 }
 
+/* No /proc/self/mem: move the slot's pages away and open them there. */
+static void touch_move(struct touch *x, void *p, size_t n)
+{
+	x->a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
+	x->len = align_up((uintptr_t)p + n, PAGE_SIZE) - x->a;
+	void *t;
+	int e = os_move_out((void *)x->a, x->len, OS_RW, &t);
+	if (e) {
+		x->skipped = true;
+		x->err = e;
+		stat_inc(touches_skipped);
+		return;
+	}
+	x->moved = true;
+	x->delta = (char *)t - (char *)x->a;
+	stat_inc(grant_syscalls);
+}
+
 static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	x->c = NULL;
-	x->indirect = x->opened = x->rights = false;
+	x->indirect = x->moved = x->skipped = x->rights = false;
+	x->delta = 0;
 	if (touch_direct(t, owner))
 		return;
 	struct xpfo_compartment *c = comp_table[owner];
@@ -115,13 +142,7 @@ static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void 
 		x->indirect = true;
 		return;
 	}
-	/* no /proc/self/mem: open the pages for the moment (a window in which
-	 * other threads could reach them; docs/security.md) */
-	x->a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
-	x->len = align_up((uintptr_t)p + n, PAGE_SIZE) - x->a;
-	if (os_protect_key((void *)x->a, x->len, OS_RW, key_plain()))
-		xpfo_fatal("cannot reach a slot of compartment \"%s\"", c->name);
-	x->opened = true;
+	touch_move(x, p, n);
 }
 
 static inline void touch_end(struct touch *x)
@@ -130,35 +151,46 @@ static inline void touch_end(struct touch *x)
 		return;
 	if (x->rights)
 		arch_pkey_reg_write((arch_pkey_reg_t)x->saved);
-	if (x->opened) {
-		os_protect_key((void *)x->a, x->len, OS_NONE, key_revoked());
-		stat_inc(grant_syscalls);
+	if (x->moved) {
+		int e = os_move_back((void *)(x->a + x->delta), (void *)x->a, x->len);
+		if (e)
+			xpfo_fatal("cannot move a slot of compartment \"%s\" back to %p (errno %d)",
+				   x->c->name, (void *)x->a, (long)e);
 		stat_inc(revoke_syscalls);
 	}
-	if (x->c)
-		pthread_mutex_unlock(&x->c->lock);
+	pthread_mutex_unlock(&x->c->lock);
+}
+
+static __attribute__((noinline, cold)) void touch_fatal(struct touch *x, const char *what)
+{
+	xpfo_fatal("cannot %s a slot of compartment \"%s\": no /proc/self/mem and its pages "
+		   "cannot be moved (errno %d)", what, x->c->name, (long)x->err);
 }
 
 static void t_read(struct touch *x, const void *p, void *buf, size_t n)
 {
 	if (!x->indirect)
-		memcpy(buf, p, n);
+		memcpy(buf, (const char *)p + x->delta, n);
 	else if (os_mem_read(p, buf, n))
 		xpfo_fatal("cannot read a slot of compartment \"%s\"", x->c->name);
 }
 
 static void t_write(struct touch *x, void *p, const void *buf, size_t n)
 {
+	if (unlikely(x->skipped))
+		touch_fatal(x, "write");
 	if (!x->indirect)
-		memcpy(p, buf, n);
+		memcpy((char *)p + x->delta, buf, n);
 	else if (os_mem_write(p, buf, n))
 		xpfo_fatal("cannot write a slot of compartment \"%s\"", x->c->name);
 }
 
 static void t_fill(struct touch *x, void *p, int byte, size_t n)
 {
+	if (unlikely(x->skipped))
+		touch_fatal(x, "write");
 	if (!x->indirect) {
-		memset(p, byte, n);
+		memset((char *)p + x->delta, byte, n);
 		return;
 	}
 	unsigned char buf[1024];
@@ -167,15 +199,18 @@ static void t_fill(struct touch *x, void *p, int byte, size_t n)
 		t_write(x, (char *)p + at, buf, n - at < sizeof buf ? n - at : sizeof buf);
 }
 
-/* Offset of the first byte of p[0..n) that is not `byte`, or n. */
+/* Offset of the first byte of p[0..n) that is not `byte`, or n (also when
+ * the slot cannot be read: the check is skipped). */
 static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 {
+	if (x->skipped)
+		return n;
 	unsigned char buf[1024];
 	for (size_t at = 0; at < n; at += sizeof buf) {
 		size_t k = n - at < sizeof buf ? n - at : sizeof buf;
-		const unsigned char *b = (const unsigned char *)p + at;
+		const unsigned char *b = (const unsigned char *)p + at + x->delta;
 		if (x->indirect) {
-			t_read(x, b, buf, k);
+			t_read(x, (const unsigned char *)p + at, buf, k);
 			b = buf;
 		}
 		for (size_t i = 0; i < k; i++)
@@ -734,6 +769,8 @@ static __attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls)
 
 static inline void canary_check_x(struct touch *x, const struct slab *s, void *p)
 {
+	if (x->skipped)
+		return;
 	uint64_t c;
 	t_read(x, (char *)p + classes[s->cls].size - canary_bytes, &c, sizeof c);
 	if (unlikely(c != s->canary))
@@ -978,7 +1015,8 @@ void heap_free_checked(void *p, size_t size, size_t align)
 				c++;
 		got = c < NCLASSES ? classes[c].size : 0;
 	} else {
-		got = align_up(size, PAGE_SIZE);
+		/* heap_aligned serves size 0 with a large alignment one page */
+		got = align_up(size || align <= 16 ? size : 1, PAGE_SIZE);
 	}
 	if (got != want)
 		xpfo_fatal("sized free of %p with size %z: the block has size class %z (compartment \"%s\")",

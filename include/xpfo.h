@@ -155,6 +155,8 @@ struct xpfo_stats {
 	uint64_t compartment_switches; /* xpfo_enter and xpfo_leave calls */
 	uint64_t live_guards;         /* now: guard pages after live slabs and runs */
 	uint64_t guards_skipped;      /* guards not made: too many live, or over the VMA budget */
+	uint64_t touches_skipped;     /* hardening checks skipped on a closed compartment's slot:
+					 no /proc/self/mem and its pages could not be moved */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

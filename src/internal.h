@@ -285,6 +285,10 @@ struct gather {
 	unsigned n;                       /* slots used, removed ones included */
 	unsigned live;                    /* runs queued */
 	uint64_t pages;                   /* pages queued */
+	/* frees (and their pages) queued since the last flush, those taken
+	 * back included: what the batch bounds */
+	unsigned frees;
+	uint64_t free_pages;
 	uint32_t destroy_serial;          /* destroy_serial when the first run came */
 	uint16_t head[GATHER_BUCKETS];
 	struct range r[GATHER_MAX];

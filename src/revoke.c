@@ -15,9 +15,10 @@
  * one mprotect per coalesced span.  Each mprotect of a mapping that other
  * CPUs may cache costs a TLB shootdown (measured here: ~11 us for one page
  * with one thread, ~58 us with a second thread running, ~0.5 us per page over
- * a 64-page range), which is what batching saves.  Bounds: opt.batch runs or
- * opt.batch_pages pages; a full gather is applied at once, like tlb_flush_mmu
- * when the batch runs out.  They also bound how long a freed page stays
+ * a 64-page range), which is what batching saves.  Bounds: opt.batch frees or
+ * opt.batch_pages freed pages since the last flush (those taken back by
+ * revoke_cancel count too); a full gather is applied at once, like
+ * tlb_flush_mmu when the batch runs out.  They also bound how long a freed page stays
  * reachable by the thread that freed it: until its gather is applied.
  * revoke=eager applies every run as it comes, the baseline.
  */
@@ -27,8 +28,8 @@
 
 void gather_init(struct gather *g)
 {
-	g->n = g->live = 0;
-	g->pages = 0;
+	g->n = g->live = g->frees = 0;
+	g->pages = g->free_pages = 0;
 	for (unsigned b = 0; b < GATHER_BUCKETS; b++)
 		g->head[b] = GATHER_NIL;
 }
@@ -102,7 +103,7 @@ static void maybe_flush(struct tstate *t)
 	struct gather *g = &t->g;
 	if (opt.revoke == REVOKE_EAGER)
 		revoke_flush(t, FR_EAGER);
-	else if (g->live >= opt.batch || g->pages >= opt.batch_pages)
+	else if (g->frees >= opt.batch || g->free_pages >= opt.batch_pages)
 		revoke_flush(t, FR_FULL);
 }
 
@@ -112,6 +113,11 @@ void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 	stat_inc(revoke_queued);
 	stat_add(pages_queued, npages);
 	gather_push(t, addr, npages, owner, k, flags);
+	/* counted here, not by live entries: frees taken back by the next
+	 * malloc would otherwise keep the count down, and the other runs of
+	 * the gather would wait (reachable) for ever */
+	t->g.frees++;
+	t->g.free_pages += npages;
 	maybe_flush(t);
 }
 
@@ -294,7 +300,9 @@ static void vma_check(bool failed)
 	}
 }
 
-/* Revoke a span by releasing its frames only (degraded mode). */
+/* Revoke a span by releasing its frames only (degraded mode).  Its pages
+ * stay as reachable as they were, so they are not known to be zero later:
+ * the next owner's calloc zeroes them. */
 static bool release_unprotected(uintptr_t a, size_t len)
 {
 	if (os_purge((void *)a, len))
@@ -396,10 +404,11 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			j++;
 		size_t len = range_end(&r[j - 1]) - r[i].addr;
 		if (opt.revoke != REVOKE_OFF) {
+			/* a span released unprotected is not marked clean: it
+			 * stays writable, and a write after free would reach the
+			 * next calloc */
 			if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
 			    release_unprotected(r[i].addr, len)) {
-				for (unsigned k = i; k < j; k++)
-					r[k].purged = 1;
 				i = j;
 				continue;
 			}
@@ -408,8 +417,6 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			if (e == ENOMEM) {
 				vma_check(true);
 				if (release_unprotected(r[i].addr, len)) {
-					for (unsigned k = i; k < j; k++)
-						r[k].purged = 1;
 					i = j;
 					continue;
 				}

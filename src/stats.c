@@ -192,8 +192,8 @@ static void print_summary(int fd, const struct xpfo_stats *s)
 	if (pkeys_on)
 		line(fd, "xpfo:   pkeys        %u keys held by compartments, %u evictions, %u enters/leaves",
 		     s->keys_in_use, s->key_evictions, s->compartment_switches);
-	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined",
-	     s->revoke_failures, s->pages_quarantined);
+	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined, %u slot checks skipped",
+	     s->revoke_failures, s->pages_quarantined, s->touches_skipped);
 	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
 	     s->mapped_bytes >> 10, s->peak_mapped_bytes >> 10, s->resident_bytes >> 10,
 	     s->peak_resident_bytes >> 10, s->pages_purged, s->purges, s->metadata_bytes >> 10);

@@ -15,7 +15,8 @@
 	X(revoke_failures) X(purges) X(pages_purged) X(mmap_syscalls)      \
 	X(munmap_syscalls) X(madvise_syscalls) X(flush_switch)          \
 	X(compartment_opens) X(compartment_closes) X(transfers) X(violations) \
-	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped)
+	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped) \
+	X(touches_skipped)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
@@ -44,7 +45,8 @@
 	T(flush_switch) T(compartments) T(compartment_opens)                     \
 	T(compartment_closes) T(transfers) T(violations) T(vma_budget)           \
 	T(degraded) N(spans_released_unprotected) T(keys_in_use)                 \
-	T(key_evictions) T(compartment_switches) T(live_guards) T(guards_skipped)
+	T(key_evictions) T(compartment_switches) T(live_guards) T(guards_skipped)  \
+	T(touches_skipped)
 
 struct stats_global {
 #define X(n) uint64_t n;

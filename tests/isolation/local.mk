@@ -19,7 +19,8 @@ iso_tests = \
 	tests/isolation/vmabudget \
 	tests/isolation/apimisuse \
 	tests/isolation/threadmode \
-	tests/isolation/ownership
+	tests/isolation/ownership \
+	tests/isolation/nomem
 
 check_PROGRAMS += $(iso_tests)
 TESTS += $(iso_tests)
@@ -72,3 +73,8 @@ tests_isolation_ownership_CPPFLAGS = $(iso_cppflags)
 tests_isolation_ownership_CFLAGS = $(iso_cflags)
 tests_isolation_ownership_LDADD = $(iso_ldadd)
 tests_isolation_ownership_LDFLAGS = $(iso_ldflags)
+tests_isolation_nomem_SOURCES = tests/isolation/nomem.c $(iso_sources)
+tests_isolation_nomem_CPPFLAGS = $(iso_cppflags)
+tests_isolation_nomem_CFLAGS = $(iso_cflags)
+tests_isolation_nomem_LDADD = $(iso_ldadd)
+tests_isolation_nomem_LDFLAGS = $(iso_ldflags)
