@@ -155,6 +155,7 @@ struct xpfo_stats {
 	uint64_t compartment_switches; /* xpfo_enter and xpfo_leave calls */
 	uint64_t live_guards;         /* now: guard pages after live slabs and runs */
 	uint64_t guards_skipped;      /* guards not made: too many live, or over the VMA budget */
+	uint64_t close_failures;      /* compartment closes that failed (the compartment is poisoned) */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -15,7 +15,8 @@
 	X(revoke_failures) X(purges) X(pages_purged) X(mmap_syscalls)      \
 	X(munmap_syscalls) X(madvise_syscalls) X(flush_switch)          \
 	X(compartment_opens) X(compartment_closes) X(transfers) X(violations) \
-	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped)
+	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped) \
+	X(close_failures)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
