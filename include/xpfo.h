@@ -157,6 +157,7 @@ struct xpfo_stats {
 	uint64_t guards_skipped;      /* guards not made: too many live, or over the VMA budget */
 	uint64_t touches_skipped;     /* hardening checks skipped on a closed compartment's slot:
 					 no /proc/self/mem and its pages could not be moved */
+	uint64_t close_failures;      /* compartment closes that failed (the compartment is poisoned) */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

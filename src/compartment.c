@@ -12,8 +12,9 @@
  * reopened with it; a thread that takes one back reopens it (revoke.c,
  * access_gen).
  *
- * Lock order: comp_lock, then a compartment's lock (two: lower id first),
- * then heap_lock.
+ * Lock order: comp_lock, then pkeys' lock, then a compartment's lock (two:
+ * lower id first), then heap_lock.  fork takes them all in that order
+ * (comp_fork_lock, then init.c's).
  */
 #include "internal.h"
 #include "pkeys.h"
@@ -47,32 +48,106 @@ struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
 	return (struct xpfo_compartment *)c;
 }
 
+/* comp_check, and not poisoned by a failed close (EIO). */
+static struct xpfo_compartment *comp_usable(const struct xpfo_compartment *c)
+{
+	struct xpfo_compartment *u = comp_check(c);
+	if (u && __atomic_load_n(&u->poisoned, __ATOMIC_ACQUIRE)) {
+		errno = EIO;
+		return NULL;
+	}
+	return u;
+}
+
 /* ---- access: open and close (c->lock held) ------------------------------ */
+
+/* A walk collects c's pages into coalesced spans under heap_lock and
+ * changes their protection after dropping it (no syscall under heap_lock),
+ * still under c->lock: that keeps c's live pages where they are meanwhile,
+ * since grants, frees into a gather, cancels, transfers and destroy all take
+ * it.  Queued pages are the exception: the gather that holds them releases
+ * them under heap_lock alone, and a late close must not reach a page that
+ * has a new owner by then; a span holding any is protected at once, under
+ * heap_lock, as every span used to be.
+ *
+ * A close that fails (mprotect: ENOMEM at vm.max_map_count, EPERM on a
+ * sealed range) must not leave the pages readable.  Nothing can keep their
+ * data and hide it without a VMA split (mremap splits too; a span's ends
+ * already merge with PROT_NONE neighbours, so a wider span needs the same
+ * split, at another owner's live page), so the span's frames are released
+ * (MADV_DONTNEED needs no split): the data is gone, never readable, and the
+ * compartment is poisoned (comp_close_failed). */
+#define SPANS_LOCAL 32
+
+struct span {
+	uintptr_t start, end;
+};
 
 struct spans {
 	uintptr_t start, end;
+	bool queued;               /* the open span holds queued pages */
+	bool closing, purge;       /* a close; release the frames if it fails */
 	enum os_prot prot;
 	int key;
 	uint64_t calls, pages;
+	uint64_t failed_pages;     /* pages whose protection could not be changed */
+	int err;                   /* the first failure's errno */
+	struct span *v;            /* spans to change after heap_lock */
+	unsigned n, cap;
+	struct span local[SPANS_LOCAL];
 };
 
-static void span_flush(struct spans *sp)
+static void span_apply(struct spans *sp, uintptr_t a, uintptr_t end)
 {
-	if (sp->end > sp->start) {
-		os_protect_key((void *)sp->start, sp->end - sp->start, sp->prot, sp->key);
-		sp->calls++;
-		sp->pages += (sp->end - sp->start) >> PAGE_SHIFT;
+	size_t len = end - a;
+	int e = os_protect_key((void *)a, len, sp->prot, sp->key);
+	sp->calls++;
+	if (!e) {
+		sp->pages += len >> PAGE_SHIFT;
+		return;
 	}
-	sp->start = sp->end = 0;
+	if (!sp->err)
+		sp->err = e;
+	sp->failed_pages += len >> PAGE_SHIFT;
+	/* a close that failed: the frames go (no split needed), or we stop */
+	if (sp->closing && (!sp->purge || os_purge((void *)a, len)))
+		xpfo_fatal("cannot close %u pages at %p (errno %d) nor release them", len >> PAGE_SHIFT,
+			   (void *)a, (long)e);
 }
 
-static void span_add(struct spans *sp, uintptr_t a, size_t len)
+/* heap_lock held: the span ends; change it now or keep it for later. */
+static void span_flush(struct spans *sp)
+{
+	if (sp->end <= sp->start)
+		goto out;
+	if (!sp->queued && sp->n == sp->cap) {
+		unsigned cap = sp->cap * 2;
+		struct span *v = meta_alloc(cap * sizeof *v);
+		if (v) {
+			memcpy(v, sp->v, sp->n * sizeof *v);
+			if (sp->v != sp->local)
+				meta_free(sp->v, sp->cap * sizeof *v);
+			sp->v = v;
+			sp->cap = cap;
+		}
+	}
+	if (sp->queued || sp->n == sp->cap)
+		span_apply(sp, sp->start, sp->end);
+	else
+		sp->v[sp->n++] = (struct span){ sp->start, sp->end };
+out:
+	sp->start = sp->end = 0;
+	sp->queued = false;
+}
+
+static void span_add(struct spans *sp, uintptr_t a, size_t len, bool queued)
 {
 	if (a != sp->end) {
 		span_flush(sp);
 		sp->start = a;
 	}
 	sp->end = a + len;
+	sp->queued |= queued;
 }
 
 /* Pages of carved segment s owned by c: live ones, and queued ones too when
@@ -85,70 +160,118 @@ static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, bool 
 		unsigned t = PG_TYPE(e);
 		bool live = t == PG_SLAB || t == PG_LARGE || t == PG_TAIL;
 		if ((live || (closing && t == PG_PENDING)) && s->aux[p] == id)
-			span_add(sp, base + (p << PAGE_SHIFT), PAGE_SIZE);
+			span_add(sp, base + (p << PAGE_SHIFT), PAGE_SIZE, !live);
 	}
 }
 
-/* Walk c's pages (c->lock held): live ones, and queued ones too when
- * closing, get prot with key. */
-static void comp_walk(struct xpfo_compartment *c, bool closing, enum os_prot prot, int key)
+/* heap_lock held: collect c's spans (changing at once those with queued
+ * pages). */
+static void comp_collect(struct xpfo_compartment *c, struct spans *sp, bool closing)
 {
-	__atomic_add_fetch(&c->access_gen, 1, __ATOMIC_RELEASE);
-	if (opt.revoke == REVOKE_OFF)
-		return;
-	struct spans sp = { 0, 0, prot, key, 0, 0 };
-	pthread_mutex_lock(&heap_lock);
 	for (struct segment *s = c->segs; s; s = s->next) {
 		if (s->kind == SEG_HUGE) {
 			if (!closing && s->releasing)
 				continue;
-			span_add(&sp, seg_addr(s), (size_t)s->huge_pages << PAGE_SHIFT);
-			span_flush(&sp); /* the rest of its last segment stays closed */
+			span_add(sp, seg_addr(s), (size_t)s->huge_pages << PAGE_SHIFT, s->releasing);
+			span_flush(sp); /* the rest of its last segment stays closed */
 		} else {
-			walk_segment(&sp, s, c->id, closing);
+			walk_segment(sp, s, c->id, closing);
 		}
 	}
 	if (c->nxsegs <= COMP_XSEGS) {
 		for (unsigned i = 0; i < c->nxsegs; i++)
 			if (seg_table[c->xsegs[i]].kind == SEG_PAGES_K &&
 			    seg_table[c->xsegs[i]].owner != c->id)
-				walk_segment(&sp, &seg_table[c->xsegs[i]], c->id, closing);
+				walk_segment(sp, &seg_table[c->xsegs[i]], c->id, closing);
 	} else {
 		for (size_t i = 0; i < heap_nsegs; i++)
 			if (seg_table[i].kind == SEG_PAGES_K && seg_table[i].owner != c->id)
-				walk_segment(&sp, &seg_table[i], c->id, closing);
+				walk_segment(sp, &seg_table[i], c->id, closing);
 	}
-	span_flush(&sp);
+	span_flush(sp);
+}
+
+/* Walk c's pages (c->lock held): live ones, and queued ones too when
+ * closing, get prot with key.  Returns the pages that failed (sp->err says
+ * why). */
+static uint64_t comp_walk(struct xpfo_compartment *c, bool closing, enum os_prot prot, int key,
+			  int *err)
+{
+	__atomic_add_fetch(&c->access_gen, 1, __ATOMIC_RELEASE);
+	if (opt.revoke == REVOKE_OFF)
+		return 0;
+	struct spans sp;
+	memset(&sp, 0, offsetof(struct spans, local));
+	sp.closing = closing;
+	sp.purge = c != &comp_root; /* root's data cannot go: comp_set_access */
+	sp.prot = prot;
+	sp.key = key;
+	sp.v = sp.local;
+	sp.cap = SPANS_LOCAL;
+	pthread_mutex_lock(&heap_lock);
+	comp_collect(c, &sp, closing);
 	pthread_mutex_unlock(&heap_lock);
+	for (unsigned i = 0; i < sp.n; i++)
+		span_apply(&sp, sp.v[i].start, sp.v[i].end);
+	if (sp.v != sp.local)
+		meta_free(sp.v, sp.cap * sizeof *sp.v);
 	if (prot == OS_RW) {
 		stat_add(grant_syscalls, sp.calls);
 	} else {
 		stat_add(revoke_syscalls, sp.calls);
 		stat_add(pages_revoked, sp.pages);
 	}
+	*err = sp.err;
+	return sp.failed_pages;
 }
 
-/* The mprotect way: open (read-write) or close c's pages for the process. */
+/* A close of c failed on some pages; their frames are gone already.  The
+ * compartment is poisoned: it stays closed, and entering it or allocating
+ * in it fails (EIO) until it is destroyed. */
+static void comp_close_failed(struct xpfo_compartment *c, uint64_t pages, int e)
+{
+	int saved = errno;
+	stat_inc(close_failures);
+	if (c == &comp_root)
+		xpfo_fatal("cannot close the root heap for a STRICT compartment (errno %d)", (long)e);
+	__atomic_store_n(&c->poisoned, 1, __ATOMIC_RELEASE);
+	xpfo_error("cannot close compartment \"%s\" (errno %d): its data on %u pages was released "
+		   "instead, and the compartment is unusable now", c->name, (long)e, (unsigned long)pages);
+	errno = saved;
+}
+
+/* The mprotect way: open (read-write) or close c's pages for the process.
+ * A poisoned compartment is never opened again. */
 static void comp_set_access(struct xpfo_compartment *c, bool open)
 {
+	int e = 0;
+	uint64_t failed;
+	if (open && c->poisoned)
+		return;
 	c->open = open;
 	if (open)
 		stat_inc(compartment_opens);
 	else
 		stat_inc(compartment_closes);
-	if (open)
-		comp_walk(c, false, OS_RW, key_plain());
-	else
-		comp_walk(c, true, OS_NONE, key_revoked());
+	if (open) {
+		failed = comp_walk(c, false, OS_RW, key_plain(), &e);
+		if (failed) /* its pages stay closed: a thread inside faults, reported */
+			xpfo_error("cannot open compartment \"%s\" (errno %d) on %u pages", c->name,
+				   (long)e, (unsigned long)failed);
+	} else if ((failed = comp_walk(c, true, OS_NONE, key_revoked(), &e))) {
+		comp_close_failed(c, failed, e);
+	}
 }
 
 /* pkeys: give c's pages key (> 0) or park them (key < 0); c->lock held. */
 void comp_retag(struct xpfo_compartment *c, int key)
 {
+	int e = 0;
+	uint64_t failed;
 	if (key > 0)
-		comp_walk(c, false, OS_RW, key);
-	else
-		comp_walk(c, true, OS_NONE, key_revoked());
+		comp_walk(c, false, OS_RW, key, &e);
+	else if ((failed = comp_walk(c, true, OS_NONE, key_revoked(), &e)))
+		comp_close_failed(c, failed, e);
 }
 
 /* A thread enters (+1) or leaves (-1) c. */
@@ -166,12 +289,49 @@ static void comp_inside(struct xpfo_compartment *c, int delta)
 }
 
 /* STRICT: while the only thread is inside, the root heap is closed. */
-static void root_access(bool open)
+static const struct xpfo_compartment *root_closer; /* comp_root.lock */
+
+static void root_access(bool open, const struct xpfo_compartment *strict)
 {
 	pthread_mutex_lock(&comp_root.lock);
 	if (comp_root.open != open)
 		comp_set_access(&comp_root, open);
+	root_closer = open ? NULL : strict;
 	pthread_mutex_unlock(&comp_root.lock);
+}
+
+/* A thread that starts now starts in root: closed, if this is not NULL. */
+const char *comp_root_closed_by(void)
+{
+	if (opt.revoke == REVOKE_OFF)
+		return NULL;
+	pthread_mutex_lock(&comp_root.lock);
+	const char *name = root_closer && !comp_root.open ? root_closer->name : NULL;
+	pthread_mutex_unlock(&comp_root.lock);
+	return name;
+}
+
+/* fork: every lock the child may need, in the lock order (top of file). */
+void comp_fork_lock(void)
+{
+	pthread_mutex_lock(&comp_lock);
+	pkeys_fork_lock(true);
+	for (unsigned i = 1; i < MAX_COMPARTMENTS; i++) /* comp_lock keeps the table still */
+		if (comp_table[i])
+			pthread_mutex_lock(&comp_table[i]->lock);
+}
+
+void comp_fork_unlock(bool child)
+{
+	for (unsigned i = MAX_COMPARTMENTS; --i > 0;)
+		if (comp_table[i])
+			pthread_mutex_unlock(&comp_table[i]->lock);
+	pkeys_fork_lock(false);
+	pthread_mutex_unlock(&comp_lock);
+	/* flushes other threads had in flight never end in the child: a
+	 * destroy there would wait for them forever */
+	if (child)
+		__atomic_store_n(&fast_flushes_inflight, 0, __ATOMIC_RELEASE);
 }
 
 static void thread_exit_comp(struct tstate *t, struct xpfo_compartment *cur, bool keyed);
@@ -214,7 +374,7 @@ void comp_thread_exit(struct tstate *t)
 		/* the thread dies inside a compartment: it leaves it */
 		thread_exit_comp(t, t->heap->comp, t->keyed);
 		if (t->heap->comp->flags & XPFO_COMPARTMENT_STRICT)
-			root_access(true);
+			root_access(true, NULL);
 		t->heap = &t->root_heap;
 		t->keyed = 0;
 		t->depth = 0;
@@ -364,7 +524,7 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
-	if (!comp_check(c))
+	if (!comp_usable(c))
 		return NULL;
 	struct xpfo_compartment *prev = t->heap->comp;
 	bool strict = c->flags & XPFO_COMPARTMENT_STRICT;
@@ -388,7 +548,7 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 	revoke_flush(t, FR_SWITCH);
 	thread_switch(t, h);
 	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT))
-		root_access(false);
+		root_access(false, c);
 	t->depth++;
 	return prev;
 }
@@ -409,7 +569,7 @@ XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 	struct xpfo_compartment *cur = t->heap->comp;
 	revoke_flush(t, FR_SWITCH);
 	if ((cur->flags & XPFO_COMPARTMENT_STRICT) && !(previous->flags & XPFO_COMPARTMENT_STRICT))
-		root_access(true);
+		root_access(true, NULL);
 	thread_switch(t, h);
 	t->depth--;
 }
@@ -417,7 +577,7 @@ XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 /* The thread's heap for c, to allocate in c without entering it. */
 static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 {
-	if (!comp_check(c))
+	if (!comp_usable(c))
 		return NULL;
 	struct theap *h = theap_for(t, c);
 	if (!h)

@@ -105,6 +105,14 @@ void xpfo_fatal(const char *fmt, ...)
 	os_abort();
 }
 
+void xpfo_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	report("xpfo: error: ", fmt, ap);
+	va_end(ap);
+}
+
 void xpfo_warn(const char *fmt, ...)
 {
 	va_list ap;

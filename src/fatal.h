@@ -13,6 +13,9 @@
 
 /* "xpfo: fatal: <msg>\n", then the abort hook (abort() by default). */
 _Noreturn __attribute__((cold)) void xpfo_fatal(const char *fmt, ...);
+/* "xpfo: error: <msg>\n": something failed and was contained (the
+ * program goes on, with less than it asked for) */
+__attribute__((cold)) void xpfo_error(const char *fmt, ...);
 /* "xpfo: warning: <msg>\n" */
 __attribute__((cold)) void xpfo_warn(const char *fmt, ...);
 /* "xpfo: <msg>\n" when verbose=1 */

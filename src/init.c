@@ -7,8 +7,11 @@
  * a later lock-down depend on it) and the metadata region, and only then
  * registers the fork handlers and the thread-exit key, which may allocate.
  *
- * Lock order: threads_lock, then heap_lock, then the metadata pool's lock.
- * The fork handlers take them in that order.
+ * Lock order: the compartment locks (compartment.c: comp_lock, pkeys' lock,
+ * each compartment's lock), then threads_lock, then heap_lock, then the
+ * stats' merge lock, then the metadata pool's lock.  The fork handlers take
+ * them all in that order: the child runs the other threads' exit work
+ * (their gathers, leaving their compartments), which needs every one.
  */
 #include "internal.h"
 
@@ -159,6 +162,10 @@ struct tstate *tstate_slow(void)
 		xpfo_init();
 	if (tl_state)
 		return tl_state; /* made while xpfo_init registered its hooks */
+	const char *strict = comp_root_closed_by();
+	if (strict)
+		xpfo_fatal("thread %d started while STRICT compartment \"%s\" is entered: the root "
+			   "heap it starts in is closed (unsupported)", (long)os_gettid(), strict);
 	struct tstate *t = meta_alloc(sizeof *t);
 	if (!t)
 		xpfo_fatal("out of metadata memory for a thread state");
@@ -237,17 +244,26 @@ void tstate_foreach(void (*fn)(struct tstate *, void *), void *arg)
 static void fork_prepare(void)
 {
 	XPFO_ENTRY;
+	comp_fork_lock();
 	pthread_mutex_lock(&threads_lock);
 	pthread_mutex_lock(&heap_lock);
+	stats_fork_lock(true);
 	meta_lock_all();
+}
+
+static void fork_unlock(bool child)
+{
+	meta_unlock_all();
+	stats_fork_lock(false);
+	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&threads_lock);
+	comp_fork_unlock(child);
 }
 
 static void fork_parent(void)
 {
 	XPFO_ENTRY;
-	meta_unlock_all();
-	pthread_mutex_unlock(&heap_lock);
-	pthread_mutex_unlock(&threads_lock);
+	fork_unlock(false);
 }
 
 /* In the child only the forking thread lives on: the other threads' gathers
@@ -256,9 +272,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	XPFO_ENTRY;
-	meta_unlock_all();
-	pthread_mutex_unlock(&heap_lock);
-	pthread_mutex_unlock(&threads_lock);
+	fork_unlock(true);
 	struct tstate *self = tl_state;
 	os_mem_forget();
 	if (self)

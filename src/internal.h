@@ -188,6 +188,7 @@ void pkeys_comp_destroyed(struct xpfo_compartment *c);
 void pkeys_comp_created(struct xpfo_compartment *c);
 void comp_retag(struct xpfo_compartment *c, int key);   /* compartment.c */
 const char *pkeys_key_owner(int key);
+void pkeys_fork_lock(bool lock);             /* fork: take or drop pkeys' lock */
 
 static inline unsigned size_to_class(size_t size)
 {
@@ -230,6 +231,7 @@ struct xpfo_compartment {
 	uint16_t id;
 	uint8_t live;
 	uint8_t open;                     /* its pages are accessible (lock) */
+	uint8_t poisoned;                 /* a close failed: unusable (lock; read unlocked) */
 	unsigned flags;                   /* XPFO_COMPARTMENT_* */
 	char name[48];
 	pthread_mutex_t lock;             /* open/close against grants */
@@ -466,6 +468,12 @@ void comp_thread_exit(struct tstate *t);
 void comp_thread_start(struct tstate *t);          /* compartments=thread */
 void comp_destroy_pages(struct xpfo_compartment *c);
 void heap_forget(struct theap *h);                  /* drop a stale heap's slabs */
+/* fork: take comp_lock, pkeys' lock and every compartment's lock, in the
+ * lock order; drop them (in the child, flushes in flight are forgotten). */
+void comp_fork_lock(void);
+void comp_fork_unlock(bool child);
+/* The STRICT compartment root is closed for, or NULL (root is open). */
+const char *comp_root_closed_by(void);
 
 /* ---- src/fault.c ------------------------------------------------------- */
 void fault_install(void);
@@ -473,5 +481,6 @@ void fault_install(void);
 /* ---- src/stats.c ------------------------------------------------------- */
 void stats_fill(struct xpfo_stats *s);
 void stats_merge_thread(struct tstate *t);
+void stats_fork_lock(bool lock);             /* fork: take or drop the merge lock */
 
 #endif

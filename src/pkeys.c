@@ -154,6 +154,15 @@ static int key_take(struct xpfo_compartment *c)
 	return k;
 }
 
+/* Before a compartment's lock (key_take takes them under it). */
+void pkeys_fork_lock(bool lock)
+{
+	if (lock)
+		pthread_mutex_lock(&pk_lock);
+	else
+		pthread_mutex_unlock(&pk_lock);
+}
+
 bool pkeys_enter(struct xpfo_compartment *c)
 {
 	if (!pkeys_on || c == &comp_root)

@@ -45,6 +45,14 @@ void stats_merge_thread(struct tstate *t)
 	pthread_mutex_unlock(&merge_lock);
 }
 
+void stats_fork_lock(bool lock)
+{
+	if (lock)
+		pthread_mutex_lock(&merge_lock);
+	else
+		pthread_mutex_unlock(&merge_lock);
+}
+
 static void sum_one(struct tstate *t, void *arg)
 {
 	add_tstats(arg, &t->st);
@@ -192,8 +200,9 @@ static void print_summary(int fd, const struct xpfo_stats *s)
 	if (pkeys_on)
 		line(fd, "xpfo:   pkeys        %u keys held by compartments, %u evictions, %u enters/leaves",
 		     s->keys_in_use, s->key_evictions, s->compartment_switches);
-	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined, %u slot checks skipped",
-	     s->revoke_failures, s->pages_quarantined, s->touches_skipped);
+	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined, %u slot checks skipped, "
+	     "%u compartment closes failed", s->revoke_failures, s->pages_quarantined,
+	     s->touches_skipped, s->close_failures);
 	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
 	     s->mapped_bytes >> 10, s->peak_mapped_bytes >> 10, s->resident_bytes >> 10,
 	     s->peak_resident_bytes >> 10, s->pages_purged, s->purges, s->metadata_bytes >> 10);

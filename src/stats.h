@@ -16,7 +16,8 @@
 	X(munmap_syscalls) X(madvise_syscalls) X(flush_switch)          \
 	X(compartment_opens) X(compartment_closes) X(transfers) X(violations) \
 	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped) \
-	X(touches_skipped)
+	X(touches_skipped) \
+	X(close_failures)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
@@ -46,7 +47,7 @@
 	T(compartment_closes) T(transfers) T(violations) T(vma_budget)           \
 	T(degraded) N(spans_released_unprotected) T(keys_in_use)                 \
 	T(key_evictions) T(compartment_switches) T(live_guards) T(guards_skipped)  \
-	T(touches_skipped)
+	T(touches_skipped) T(close_failures)
 
 struct stats_global {
 #define X(n) uint64_t n;

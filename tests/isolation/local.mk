@@ -20,7 +20,9 @@ iso_tests = \
 	tests/isolation/apimisuse \
 	tests/isolation/threadmode \
 	tests/isolation/ownership \
-	tests/isolation/nomem
+	tests/isolation/nomem \
+	tests/isolation/failclosed \
+	tests/isolation/forkcomp
 
 check_PROGRAMS += $(iso_tests)
 TESTS += $(iso_tests)
@@ -78,3 +80,14 @@ tests_isolation_nomem_CPPFLAGS = $(iso_cppflags)
 tests_isolation_nomem_CFLAGS = $(iso_cflags)
 tests_isolation_nomem_LDADD = $(iso_ldadd)
 tests_isolation_nomem_LDFLAGS = $(iso_ldflags)
+tests_isolation_failclosed_SOURCES = tests/isolation/failclosed.c $(iso_sources)
+tests_isolation_failclosed_CPPFLAGS = $(iso_cppflags)
+tests_isolation_failclosed_CFLAGS = $(iso_cflags)
+tests_isolation_failclosed_LDADD = $(iso_ldadd)
+tests_isolation_failclosed_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_forkcomp_SOURCES = tests/isolation/forkcomp.c $(iso_sources)
+tests_isolation_forkcomp_CPPFLAGS = $(iso_cppflags)
+tests_isolation_forkcomp_CFLAGS = $(iso_cflags)
+tests_isolation_forkcomp_LDADD = $(iso_ldadd)
+tests_isolation_forkcomp_LDFLAGS = $(iso_ldflags)
