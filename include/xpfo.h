@@ -64,6 +64,18 @@ XPFO_API void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t
  * syscall (p is then unchanged). */
 XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
 
+/* Confine the calling thread to c for the rest of its life: it enters c
+ * (STRICT: root's pages out of its reach), can no longer enter or leave
+ * compartments, and a seccomp filter limits its system calls to an
+ * allow-list (docs/security.md).  Call it from outside any compartment.
+ * Irreversible.  0, or -1 with errno: EINVAL (bad handle, unknown flags,
+ * already inside a compartment), EPERM (mprotect backend and other threads
+ * are alive: per-process protections cannot confine one thread; pkeys: an
+ * unsafe WRPKRU/XRSTOR in an executable mapping, reported; already locked),
+ * ENOSYS (no seccomp). */
+XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
+#define XPFO_LOCK_KILL 0x1u /* a denied syscall kills the process (after the report) instead of failing with EPERM */
+
 /* The compartment plain malloc allocates in outside any other compartment. */
 XPFO_API xpfo_compartment_t *xpfo_root(void);
 /* The calling thread's compartment. */
@@ -155,6 +167,11 @@ struct xpfo_stats {
 	uint64_t compartment_switches; /* xpfo_enter and xpfo_leave calls */
 	uint64_t live_guards;         /* now: guard pages after live slabs and runs */
 	uint64_t guards_skipped;      /* guards not made: too many live, or over the VMA budget */
+
+	/* sandbox (xpfo_lock_thread): the executor's work for locked threads */
+	uint64_t sandbox_denied;      /* system calls of locked threads denied (filter or executor) */
+	uint64_t sandbox_granted;     /* executor: protection changes it let through after checking */
+	uint64_t sandbox_passed;      /* executor: memory calls outside the heap and metadata */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -364,6 +364,10 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
+	if (tl_sandbox_locked) { /* sandbox.c: a locked thread stays where it is */
+		errno = EPERM;
+		return NULL;
+	}
 	if (!comp_check(c))
 		return NULL;
 	struct xpfo_compartment *prev = t->heap->comp;
@@ -397,6 +401,10 @@ XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
+	if (tl_sandbox_locked) { /* sandbox.c */
+		errno = EPERM;
+		return;
+	}
 	if (!t->depth || !comp_check(previous)) {
 		errno = EINVAL;
 		return;
@@ -528,7 +536,8 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 		return -1;
 	}
 	struct xpfo_compartment *from = comp_table[from_id];
-	if (!from) {
+	/* sandbox.c: a locked thread gives away only its own blocks */
+	if (!from || (tl_sandbox_locked && from != tstate_get()->heap->comp)) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -356,6 +356,7 @@ static inline uint32_t page_entry(struct segment *s, uintptr_t p)
 /* ---- src/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
 bool meta_owns(const void *p);       /* anywhere in the metadata region */
+void meta_region(uintptr_t *lo, uintptr_t *hi); /* its bounds, guards included */
 bool meta_pool_owns(const void *p);  /* in its pool (thread states, compartments) */
 int meta_tag(int key);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
@@ -443,6 +444,14 @@ void heap_forget(struct theap *h);                  /* drop a stale heap's slabs
 
 /* ---- src/fault.c ------------------------------------------------------- */
 void fault_install(void);
+
+/* ---- src/sandbox.c: xpfo_lock_thread ------------------------------------ */
+extern __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
+void sandbox_stats_fill(struct xpfo_stats *s);
+void sandbox_stats_print(int fd);
+/* src/gadgets.c: WRPKRU/XRSTOR sites in executable mappings */
+size_t gadget_scan(const unsigned char *p, size_t n, size_t *offs, size_t max);
+int gadget_check_mappings(void); /* 0, or EPERM after a report */
 
 /* ---- src/stats.c ------------------------------------------------------- */
 void stats_fill(struct xpfo_stats *s);

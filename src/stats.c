@@ -84,6 +84,7 @@ void stats_fill(struct xpfo_stats *s)
 	long v = os_count_vmas(heap_base, heap_end);
 	s->vmas = v > 0 ? (uint64_t)v : 0;
 	s->vma_limit = xpfo_vma_limit();
+	sandbox_stats_fill(s);
 	s->size = sizeof *s;
 }
 
@@ -154,6 +155,7 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 	if (pkeys_on)
 		line(fd, "xpfo:   pkeys        %u keys held by compartments, %u evictions, %u enters/leaves",
 		     s.keys_in_use, s.key_evictions, s.compartment_switches);
+	sandbox_stats_print(fd);
 	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined",
 	     s.revoke_failures, s.pages_quarantined);
 	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
