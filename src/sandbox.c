@@ -363,3 +363,21 @@ void sandbox_stats_print(int fd)
 	buf[k++] = '\n';
 	os_write(fd, buf, k);
 }
+
+/* Test seam (tests/sandbox/attacks.c): what an arbitrary write into the
+ * metadata does: the page run at p becomes, in the tables, the calling
+ * thread's compartment's. */
+XPFO_EXPORT void xpfo__test_forge_owner(void *p);
+XPFO_EXPORT void xpfo__test_forge_owner(void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (!in_heap(a))
+		return;
+	struct segment *s = seg_of(a);
+	size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
+	if (s->kind != SEG_PAGES_K || PG_TYPE(s->page[i]) != PG_LARGE)
+		return;
+	uint16_t id = tstate_get()->heap->comp->id;
+	for (size_t k = 0; k < PG_VAL(s->page[i]) && i + k < SEG_PAGES; k++)
+		s->aux[i + k] = id;
+}

@@ -1,0 +1,33 @@
+# tests/sandbox: xpfo_lock_thread (the sandbox issue).  See
+# tests/sandbox/README.  Linked against libxpfo.la.
+
+sandbox_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -DTU_REQUIRE_XPFO=1
+sandbox_cflags = $(AM_CFLAGS) -fno-builtin
+sandbox_ldadd = libxpfo.la -lpthread
+
+sandbox_tests = \
+	tests/sandbox/attacks \
+	tests/sandbox/alloc \
+	tests/sandbox/gadgets
+
+check_PROGRAMS += $(sandbox_tests)
+TESTS += $(sandbox_tests)
+EXTRA_DIST += tests/sandbox/README
+
+tests_sandbox_attacks_SOURCES = tests/sandbox/attacks.c tests/testutil.c tests/testutil.h
+tests_sandbox_attacks_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_attacks_CFLAGS = $(sandbox_cflags)
+tests_sandbox_attacks_LDADD = $(sandbox_ldadd)
+tests_sandbox_attacks_LDFLAGS = -no-install
+
+tests_sandbox_alloc_SOURCES = tests/sandbox/alloc.c tests/testutil.c tests/testutil.h
+tests_sandbox_alloc_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_alloc_CFLAGS = $(sandbox_cflags)
+tests_sandbox_alloc_LDADD = $(sandbox_ldadd)
+tests_sandbox_alloc_LDFLAGS = -no-install
+
+tests_sandbox_gadgets_SOURCES = tests/sandbox/gadgets.c tests/testutil.c tests/testutil.h
+tests_sandbox_gadgets_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_gadgets_CFLAGS = $(sandbox_cflags)
+tests_sandbox_gadgets_LDADD = $(sandbox_ldadd)
+tests_sandbox_gadgets_LDFLAGS = -no-install
