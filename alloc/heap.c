@@ -549,7 +549,7 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 
 void *heap_malloc(struct tstate *t, size_t size)
 {
-	if (likely(size <= SMALL_MAX - canary_bytes))
+	if (likely(size < RUN_MIN))
 		return small_alloc(t, size_to_class(size + canary_bytes));
 	return large_alloc(t, size, PAGE_SIZE, false);
 }
@@ -561,7 +561,7 @@ void *heap_calloc(struct tstate *t, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (total <= SMALL_MAX - canary_bytes) {
+	if (total < RUN_MIN) {
 		void *p = small_alloc(t, size_to_class(total + canary_bytes));
 		if (p)
 			memset(p, 0, total);
@@ -574,7 +574,7 @@ void *heap_aligned(struct tstate *t, size_t align, size_t size)
 {
 	if (align <= 16)
 		return heap_malloc(t, size);
-	if (size <= SMALL_MAX - canary_bytes && align <= PAGE_SIZE) {
+	if (size < RUN_MIN && align <= PAGE_SIZE) {
 		/* slab bases are page aligned: a class whose size is a multiple
 		 * of align has every slot aligned */
 		unsigned c = size_to_class(size + canary_bytes);
@@ -955,7 +955,7 @@ void heap_free_checked(void *p, size_t size, size_t align)
 	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
 	size_t got;
 	if (b.kind == BK_SMALL) {
-		unsigned c = size <= SMALL_MAX - canary_bytes ? size_to_class(size + canary_bytes) : NCLASSES;
+		unsigned c = size < RUN_MIN ? size_to_class(size + canary_bytes) : NCLASSES;
 		if (align > 16)
 			while (c < NCLASSES && classes[c].size % align)
 				c++;
@@ -988,11 +988,11 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	if (b.kind == BK_SMALL) {
 		if (canary_bytes)
 			canary_check(b.s, p);
-		if (size <= SMALL_MAX - canary_bytes && size_to_class(size + canary_bytes) == b.s->cls) {
+		if (size < RUN_MIN && size_to_class(size + canary_bytes) == b.s->cls) {
 			stat_inc(reallocs_in_place);
 			return p;
 		}
-	} else if (size > SMALL_MAX - canary_bytes) {
+	} else if (size >= RUN_MIN) {
 		size_t np = b.usable >> PAGE_SHIFT;
 		size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
 		if (nnp == np) {

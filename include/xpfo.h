@@ -55,8 +55,8 @@ XPFO_API void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size);
 XPFO_API void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size);
 XPFO_API void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size);
 /* Give the whole-page allocation p to compartment `to`, in place.  Blocks of
- * more than 16 KiB (less 8 bytes with canaries on) and blocks aligned to
- * more than 4096 bytes are page runs; smaller ones live in shared slabs.  Before it returns, the
+ * 4096 bytes or more and blocks aligned to more than 4096 bytes are page
+ * runs; smaller ones live in shared slabs.  Before it returns, the
  * old owner's mappings of p are gone and p has fresh frames holding the same
  * bytes, so no reference the old owner kept (even one the kernel holds, such
  * as vmsplice) reaches what `to` writes later.  -1 with errno EINVAL (small,

@@ -37,6 +37,10 @@ static const bool debug_walks = XPFO_DEBUG >= 2;
 #define SEG_PAGES (SEG_SIZE / PAGE_SIZE)      /* 1024 */
 #define SEG_WORDS (SEG_PAGES / 64)
 #define SMALL_MAX 16384                       /* larger: page runs */
+/* Allocations of RUN_MIN bytes or more are page runs too, so xpfo_transfer
+ * takes every one of them in place (the sandbox issue); the slab classes
+ * above it only hold smaller requests grown by the canary. */
+#define RUN_MIN 4096
 #define LARGE_MAX (SEG_SIZE / 2)              /* larger: whole segments */
 #define NCLASSES 36
 #define SLAB_MAX_SLOTS 512

@@ -8,7 +8,8 @@ sandbox_ldadd = libxpfo.la -lpthread
 sandbox_tests = \
 	tests/sandbox/attacks \
 	tests/sandbox/alloc \
-	tests/sandbox/gadgets
+	tests/sandbox/gadgets \
+	tests/sandbox/transfer
 
 check_PROGRAMS += $(sandbox_tests)
 TESTS += $(sandbox_tests)
@@ -31,3 +32,9 @@ tests_sandbox_gadgets_CPPFLAGS = $(sandbox_cppflags)
 tests_sandbox_gadgets_CFLAGS = $(sandbox_cflags)
 tests_sandbox_gadgets_LDADD = $(sandbox_ldadd)
 tests_sandbox_gadgets_LDFLAGS = -no-install
+
+tests_sandbox_transfer_SOURCES = tests/sandbox/transfer.c tests/testutil.c tests/testutil.h
+tests_sandbox_transfer_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_transfer_CFLAGS = $(sandbox_cflags)
+tests_sandbox_transfer_LDADD = $(sandbox_ldadd)
+tests_sandbox_transfer_LDFLAGS = -no-install
