@@ -104,7 +104,7 @@ static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void 
 	int key = pkeys_comp_key(c);
 	if (key > 0) {
 		x->saved = arch_pkey_reg_read();
-		arch_pkey_reg_write(arch_pkey_reg_set((arch_pkey_reg_t)x->saved, key, ARCH_PKEY_RW));
+		pkeys_write(arch_pkey_reg_set((arch_pkey_reg_t)x->saved, key, ARCH_PKEY_RW));
 		x->rights = true;
 		return;
 	}
@@ -129,7 +129,7 @@ static inline void touch_end(struct touch *x)
 	if (likely(!x->c))
 		return;
 	if (x->rights)
-		arch_pkey_reg_write((arch_pkey_reg_t)x->saved);
+		pkeys_write(x->saved);
 	if (x->opened) {
 		os_protect_key((void *)x->a, x->len, OS_NONE, key_revoked());
 		stat_inc(grant_syscalls);

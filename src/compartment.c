@@ -551,14 +551,14 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 	uint64_t saved_rights = 0;
 	if (from_key > 0) {
 		saved_rights = arch_pkey_reg_read();
-		arch_pkey_reg_write(arch_pkey_reg_set(saved_rights, from_key, ARCH_PKEY_RW));
+		pkeys_write(arch_pkey_reg_set(saved_rights, from_key, ARCH_PKEY_RW));
 	}
 	bool readable = off || from == &comp_root || from_key > 0 || from->open;
 	enum os_prot prot = off || to == &comp_root || to_key > 0 || to->open ? OS_RW : OS_NONE;
 	int key = to_key > 0 ? to_key : prot == OS_RW ? key_plain() : key_revoked();
 	int e = os_fresh_copy(p, npages << PAGE_SHIFT, readable, prot, key);
 	if (from_key > 0)
-		arch_pkey_reg_write((arch_pkey_reg_t)saved_rights);
+		pkeys_write(saved_rights);
 	if (!e) {
 		pthread_mutex_lock(&heap_lock);
 		if (kind == SEG_HUGE) {

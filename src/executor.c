@@ -37,7 +37,7 @@ struct executor {
 	int key;                    /* pkeys: its key, else -1 */
 	unsigned flags;
 	uintptr_t hb, he;           /* heap */
-	uintptr_t guard[3][2];      /* never touched: metadata, sealed page, shared page */
+	uintptr_t guard[4][2];      /* never touched: metadata, sealed page, shared page, gate */
 	uint8_t *state;             /* per heap page */
 	char name[48];
 };
@@ -78,7 +78,7 @@ static int where(const struct executor *x, uintptr_t a, uintptr_t len)
 	uintptr_t end = align_up(a + len, PAGE_SIZE);
 	if (end <= a || len > ((uintptr_t)1 << 47))
 		return -1;
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		if (a < x->guard[k][1] && x->guard[k][0] < end)
 			return -1;
 	if (end <= x->hb || a >= x->he)
@@ -284,6 +284,8 @@ pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2])
 	x.guard[1][1] = x.guard[1][0] + sizeof xpfo_sealed;
 	x.guard[2][0] = (uintptr_t)sandbox_shared;
 	x.guard[2][1] = x.guard[2][0] + PAGE_SIZE;
+	x.guard[3][0] = (uintptr_t)&sandbox_gate;
+	x.guard[3][1] = x.guard[3][0] + sizeof sandbox_gate;
 	fmt_str(x.name, sizeof x.name, "%s", c->pub_name);
 	/* a consistent copy: no run changes hands while it is taken */
 	pthread_mutex_lock(&heap_lock);

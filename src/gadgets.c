@@ -15,9 +15,20 @@
 #include <errno.h>
 #include <string.h>
 
+/* WRFSBASE: f3 [REX] 0f ae /2 with a register operand (mod 3).  A locked
+ * thread that could move its TLS base would pass for another thread at
+ * xpfo's gate (sandbox_gate_check). */
+static bool wrfsbase_at(const unsigned char *p, size_t i)
+{
+	bool prefixed = (i >= 1 && p[i - 1] == 0xf3) ||
+			(i >= 2 && (p[i - 1] & 0xf0) == 0x40 && p[i - 2] == 0xf3);
+	return prefixed && p[i + 1] == 0xae && (p[i + 2] & 0xf8) == 0xd0;
+}
+
 /* Offsets of the sites in p[0..n), up to max of them; returns how many
- * there are.  A site is a WRPKRU, or an XRSTOR/XRSTOR64 with a memory
- * operand (ModRM reg field 5, mod != 3: 0f ae e8 is LFENCE). */
+ * there are.  A site is a WRPKRU, an XRSTOR/XRSTOR64 with a memory operand
+ * (ModRM reg field 5, mod != 3: 0f ae e8 is LFENCE), or a WRFSBASE (the
+ * offset of its 0f byte). */
 size_t gadget_scan(const unsigned char *p, size_t n, size_t *offs, size_t max)
 {
 	size_t found = 0;
@@ -26,7 +37,7 @@ size_t gadget_scan(const unsigned char *p, size_t n, size_t *offs, size_t max)
 			continue;
 		bool wrpkru = p[i + 1] == 0x01 && p[i + 2] == 0xef;
 		bool xrstor = p[i + 1] == 0xae && (p[i + 2] & 0x38) == 0x28 && p[i + 2] < 0xc0;
-		if (!wrpkru && !xrstor)
+		if (!wrpkru && !xrstor && !wrfsbase_at(p, i))
 			continue;
 		if (found < max)
 			offs[found] = i;
@@ -57,7 +68,7 @@ static bool ends_with(const char *s, size_t n, const char *suffix)
 
 static bool site_safe(const char *name, size_t nlen, const unsigned char *at)
 {
-	if (at[1] != 0xae) /* a WRPKRU is never safe outside xpfo */
+	if (at[1] != 0xae || (at[2] & 0xf8) == 0xd0) /* WRPKRU, WRFSBASE: never */
 		return false;
 	for (size_t i = 0; i < sizeof safe_files / sizeof safe_files[0]; i++)
 		if (ends_with(name, nlen, safe_files[i]))
@@ -65,9 +76,23 @@ static bool site_safe(const char *name, size_t nlen, const unsigned char *at)
 	return false;
 }
 
+static const char *site_kind(const unsigned char *at)
+{
+	return at[1] == 0x01 ? "WRPKRU" : (at[2] & 0xf8) == 0xd0 ? "WRFSBASE" : "XRSTOR";
+}
+
+/* xpfo's gate: the section pkeys_write lives in (src/pkeys.c). */
+extern const char __start_xpfo_gate[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_xpfo_gate[] __attribute__((weak, visibility("hidden")));
+
+static bool in_gate(uintptr_t a)
+{
+	return a >= (uintptr_t)__start_xpfo_gate && a < (uintptr_t)__stop_xpfo_gate;
+}
+
 /* One line of /proc/self/maps: scan it if executable.  0, or EPERM after a
  * report. */
-static int check_line(const char *l, size_t len, uintptr_t self)
+static int check_line(const char *l, size_t len)
 {
 	uintptr_t lo = 0, hi = 0;
 	size_t i = 0;
@@ -75,22 +100,31 @@ static int check_line(const char *l, size_t len, uintptr_t self)
 		lo = lo * 16 + (uintptr_t)(l[i] <= '9' ? l[i] - '0' : (l[i] | 32) - 'a' + 10);
 	for (i++; i < len && l[i] != ' '; i++)
 		hi = hi * 16 + (uintptr_t)(l[i] <= '9' ? l[i] - '0' : (l[i] | 32) - 'a' + 10);
-	if (i + 4 >= len || l[i + 3] != 'x' || l[i + 1] != 'r' || (self >= lo && self < hi))
-		return 0; /* not executable-and-readable, or xpfo's own gate */
+	if (i + 4 >= len || l[i + 3] != 'x' || l[i + 1] != 'r')
+		return 0; /* not executable, or not readable (docs/security.md) */
 	const char *name = memchr(l + i, '/', len - i);
 	size_t nlen = name ? (size_t)(l + len - name) : 0;
-	size_t offs[16];
-	size_t n = gadget_scan((const unsigned char *)lo, hi - lo, offs, 16);
-	for (size_t k = 0; k < n && k < 16; k++) {
-		if (site_safe(name ? name : "", nlen, (const unsigned char *)lo + offs[k]))
+	size_t offs[64];
+	size_t n = gadget_scan((const unsigned char *)lo, hi - lo, offs, 64);
+	if (n > 64)
+		n = 64; /* the first of those not looked at is refused below */
+	for (size_t k = 0; k <= n; k++) {
+		if (k == n) {
+			if (n < 64)
+				break;
+			xpfo_warn("sandbox: lock refused: more than 64 sites in a mapping");
+			return EPERM;
+		}
+		if (in_gate(lo + offs[k]) ||
+		    site_safe(name ? name : "", nlen, (const unsigned char *)lo + offs[k]))
 			continue;
 		char nm[128];
 		fmt_str(nm, sizeof nm, "%s", name ? name : "[anonymous]");
 		if (name && nlen < sizeof nm)
 			nm[nlen] = 0;
 		xpfo_warn("sandbox: lock refused: %s at offset 0x%x of %s (%p)",
-			  ((const unsigned char *)lo)[offs[k] + 1] == 0x01 ? "WRPKRU" : "XRSTOR",
-			  (unsigned long)offs[k], nm, (void *)(lo + offs[k]));
+			  site_kind((const unsigned char *)lo + offs[k]), (unsigned long)offs[k], nm,
+			  (void *)(lo + offs[k]));
 		return EPERM;
 	}
 	return 0;
@@ -102,11 +136,10 @@ int gadget_check_mappings(void)
 	long n = os_read_file("/proc/self/maps", buf, sizeof buf);
 	if (n <= 0 || n >= (long)sizeof buf - 1)
 		return EPERM; /* cannot be sure: fail closed */
-	uintptr_t self = (uintptr_t)&gadget_scan;
 	for (char *l = buf; *l;) {
 		char *e = strchr(l, '\n');
 		size_t len = e ? (size_t)(e - l) : strlen(l);
-		int r = check_line(l, len, self);
+		int r = check_line(l, len);
 		if (r)
 			return r;
 		l += len + (e != NULL);

@@ -452,6 +452,9 @@ void fault_install(void);
 /* ---- src/sandbox.c: xpfo_lock_thread ------------------------------------ */
 extern __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
 void sandbox_stats_fill(struct xpfo_stats *s);
+/* After every write of the rights register (pkeys_write): in a locked
+ * thread, a register that opens a key the thread may not hold is fatal. */
+void sandbox_gate_check(void);
 void sandbox_stats_print(int fd);
 /* src/gadgets.c: WRPKRU/XRSTOR sites in executable mappings */
 size_t gadget_scan(const unsigned char *p, size_t n, size_t *offs, size_t max);

@@ -12,6 +12,7 @@
  * why; src/executor.c holds the executor.
  */
 #include "internal.h"
+#include "pkeys.h"
 #include "sandbox.h"
 
 #include <errno.h>
@@ -37,6 +38,75 @@ __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
 static __thread unsigned tl_lock_flags;
 static __thread char tl_lock_name[48];
 struct sandbox_shared *sandbox_shared;
+
+/* ---- the gate's table (pkeys) ----------------------------------------------
+ * Locked threads, known by the address of their TLS (FS-relative: a locked
+ * thread cannot move its TLS base, arch_prctl is denied and WRFSBASE is one
+ * of the scan's sites), with the keys each may hold open.  One page,
+ * read-only outside xpfo_lock_thread and guarded by the executors. */
+#define GATE_MAX 64
+union sandbox_gate sandbox_gate __attribute__((aligned(4096)));
+
+static bool gate_allows(uint64_t allowed)
+{
+	arch_pkey_reg_t r = arch_pkey_reg_read();
+	for (int k = 1; k < ARCH_PKEY_KEYS; k++)
+		if (!(allowed >> k & 1) && arch_pkey_reg_get(r, k) != 0)
+			return false;
+	return true;
+}
+
+/* A matching entry of another thread id is a dead locked thread whose TLS
+ * went to a new (unfiltered) thread: dropped. */
+static void gate_drop(unsigned i)
+{
+	if (os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW))
+		xpfo_fatal("sandbox: cannot update the gate's table");
+	sandbox_gate.g.e[i] = sandbox_gate.g.e[--sandbox_gate.g.n];
+	os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+}
+
+void sandbox_gate_check(void)
+{
+	if (likely(!__atomic_load_n(&sandbox_gate.g.n, __ATOMIC_RELAXED)))
+		return;
+	uintptr_t me = (uintptr_t)&tl_sandbox_locked;
+	for (unsigned i = 0; i < sandbox_gate.g.n && i < GATE_MAX; i++) {
+		if (sandbox_gate.g.e[i].tls != me)
+			continue;
+		long tid = os_gettid();
+		if (sandbox_gate.g.e[i].tid != tid) {
+			gate_drop(i);
+			return;
+		}
+		if (!gate_allows(sandbox_gate.g.e[i].allowed))
+			xpfo_fatal("sandbox: the rights register of locked thread %d opens a key it may "
+				   "not hold (a jump into xpfo's gate?)", tid);
+		return;
+	}
+}
+
+/* pkeys: the keys c's locked thread may open: 0, c's, and the allocator's
+ * while inside xpfo when the metadata is sealed. */
+static int gate_add(struct xpfo_compartment *c)
+{
+	if (!pkeys_on)
+		return 0;
+	if (sandbox_gate.g.n >= GATE_MAX)
+		return EAGAIN;
+	uint64_t allowed = 1;
+	if (c->key > 0)
+		allowed |= (uint64_t)1 << c->key;
+	if (seal_meta)
+		allowed |= (uint64_t)1 << key_alloc;
+	int e = os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW);
+	if (e)
+		return e;
+	sandbox_gate.g.e[sandbox_gate.g.n] = (struct sandbox_gate_entry){
+		(uintptr_t)&tl_sandbox_locked, os_gettid(), allowed };
+	__atomic_store_n(&sandbox_gate.g.n, sandbox_gate.g.n + 1, __ATOMIC_RELEASE);
+	return os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+}
 
 /* ---- reports (the SIGSYS handler and the executor) ---------------------- */
 
@@ -292,6 +362,11 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	if (sigaction(SIGSYS, &sa, NULL))
 		return lock_undo(prev, ex, errno);
 	tl_sandbox_locked = 1;
+	int e = gate_add(c);
+	if (e) {
+		tl_sandbox_locked = 0;
+		return lock_undo(prev, ex, e);
+	}
 	int fd = filter_load(prog, n);
 	if (fd < 0) {
 		tl_sandbox_locked = 0;

@@ -18,6 +18,20 @@ struct sandbox_shared {
 };
 extern struct sandbox_shared *sandbox_shared;
 
+struct sandbox_gate_entry {
+	uintptr_t tls;             /* &tl_sandbox_locked of the locked thread */
+	long tid;
+	uint64_t allowed;          /* bit k: key k may be open */
+};
+union sandbox_gate {
+	struct {
+		unsigned n;
+		struct sandbox_gate_entry e[64];
+	} g;
+	char page[4096];
+};
+extern union sandbox_gate sandbox_gate;
+
 const char *sandbox_syscall_name(long nr, char *buf, size_t n);
 void sandbox_report(long nr, long tid, const char *comp);
 /* Fork the executor for the thread being locked into c; sv: a socketpair

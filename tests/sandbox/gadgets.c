@@ -22,10 +22,12 @@ int main(void)
 	memcpy(buf + 40, "\x0f\xae\xe8", 3);                 /* lfence: not one */
 	memcpy(buf + 45, "\x0f\x01\xee", 3);                 /* rdpkru: not one */
 	memcpy(buf + 50, "\x0f\xae\x27", 3);                 /* xsave (%rdi): not one */
+	memcpy(buf + 55, "\xf3\x48\x0f\xae\xd7", 5);         /* wrfsbase %rdi */
+	memcpy(buf + 10, "\x48\x0f\xae\xd7", 4);             /* no f3: not one */
 	size_t n = xpfo__gadget_scan(buf, sizeof buf, offs, 8);
-	CHECK(n == 3, "%zu sites, expected 3", n);
-	CHECK(n >= 3 && offs[0] == 3 && offs[1] == 17 && offs[2] == 31, "offsets %zu %zu %zu",
-	      offs[0], offs[1], offs[2]);
+	CHECK(n == 4, "%zu sites, expected 4", n);
+	CHECK(n >= 4 && offs[0] == 3 && offs[1] == 17 && offs[2] == 31 && offs[3] == 57,
+	      "offsets %zu %zu %zu %zu", offs[0], offs[1], offs[2], offs[3]);
 	/* the encoding across the end of the buffer is not read past it */
 	CHECK(xpfo__gadget_scan(buf + 3, 2, offs, 8) == 0, "a cut site is no site");
 	/* an executable mapping with a WRPKRU inside an instruction's bytes */

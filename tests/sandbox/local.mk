@@ -38,3 +38,13 @@ tests_sandbox_transfer_CPPFLAGS = $(sandbox_cppflags)
 tests_sandbox_transfer_CFLAGS = $(sandbox_cflags)
 tests_sandbox_transfer_LDADD = $(sandbox_ldadd)
 tests_sandbox_transfer_LDFLAGS = -no-install
+
+# The attacks in the QEMU rig (pkeys and mprotect in the guest): static,
+# with the cases that need keys (tests/qemu/local.mk's QEMU_TEST_BINARIES).
+check_PROGRAMS += tests/sandbox/attacks-static
+tests_sandbox_attacks_static_SOURCES = tests/sandbox/attacks.c tests/testutil.c tests/testutil.h
+tests_sandbox_attacks_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1 -DSANDBOX_STATIC=1
+tests_sandbox_attacks_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_attacks_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_attacks_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/attacks-static$(EXEEXT)
