@@ -8,10 +8,27 @@
 #include <sys/mman.h>
 
 size_t xpfo__gadget_scan(const void *p, size_t n, size_t *offs, size_t max);
+int xpfo__gadget_site_safe(const void *map, size_t off);
+
+/* ld.so's resolver: mov $0xee,%eax; xor %edx,%edx; xrstor 0x40(%rsp) */
+static void check_safe_list(void)
+{
+	unsigned char a[] = "\x90\xb8\xee\x00\x00\x00\x31\xd2\x0f\xae\x6c\x24\x40";
+	CHECK(xpfo__gadget_site_safe(a, 8), "ld.so's XRSTOR (mask 0xee) is on the safe list");
+	a[3] = 0x02; /* mask 0x2ee: the PKRU bit */
+	CHECK(!xpfo__gadget_site_safe(a, 8), "a mask with the PKRU bit is not safe");
+	unsigned char b[] = "\x90\x90\x90\x90\x90\x90\x90\x90\x0f\xae\x6c\x24\x40";
+	CHECK(!xpfo__gadget_site_safe(b, 8), "an XRSTOR without a constant mask is not safe");
+	unsigned char c[] = "\x90\xb8\xee\x00\x00\x00\x31\xd2\x0f\x01\xef";
+	CHECK(!xpfo__gadget_site_safe(c, 8), "a WRPKRU is never safe");
+	unsigned char d[] = "\xb8\xee\x00\x00\x00\x31\xd2\x48\x0f\xae\x6c\x24\x40";
+	CHECK(xpfo__gadget_site_safe(d, 8), "the XRSTOR64 form");
+}
 
 int main(void)
 {
 	tu_prog = "sandbox/gadgets";
+	check_safe_list();
 	unsigned char buf[64];
 	size_t offs[8];
 	memset(buf, 0x90, sizeof buf);
