@@ -48,3 +48,10 @@ tests_sandbox_attacks_static_CFLAGS = $(sandbox_cflags)
 tests_sandbox_attacks_static_LDADD = $(sandbox_ldadd)
 tests_sandbox_attacks_static_LDFLAGS = -all-static
 QEMU_TEST_BINARIES += tests/sandbox/attacks-static$(EXEEXT)
+check_PROGRAMS += tests/sandbox/alloc-static
+tests_sandbox_alloc_static_SOURCES = tests/sandbox/alloc.c tests/testutil.c tests/testutil.h
+tests_sandbox_alloc_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_alloc_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_alloc_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_alloc_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/alloc-static$(EXEEXT)
