@@ -69,10 +69,11 @@ XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
  * compartments, and a seccomp filter limits its system calls to an
  * allow-list (docs/security.md).  Call it from outside any compartment.
  * Irreversible.  0, or -1 with errno: EINVAL (bad handle, unknown flags,
- * already inside a compartment), EPERM (mprotect backend and other threads
- * are alive: per-process protections cannot confine one thread; pkeys: an
- * unsafe WRPKRU/XRSTOR in an executable mapping, reported; already locked),
- * ENOSYS (no seccomp). */
+ * already inside a compartment), EPERM (other threads are alive: the
+ * mprotect backend's protections are per process, and the pkeys backend
+ * does not yet close root for one thread; pkeys: an unsafe WRPKRU, XRSTOR
+ * or WRFSBASE in an executable mapping, reported; already locked), ENOSYS
+ * (no seccomp). */
 XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
 #define XPFO_LOCK_KILL 0x1u /* a denied syscall kills the process (after the report) instead of failing with EPERM */
 
