@@ -153,17 +153,17 @@ static int decide_mmap(struct executor *x, const uint64_t *a)
 	return 1;
 }
 
-/* mremap: from outside only; onto the compartment's own pages only (a
- * transfer's fresh copy): they leave it for good. */
+/* mremap: only a transfer's fresh copy, moved whole from outside onto the
+ * compartment's own pages, which leave it for good.  Nothing else: moving
+ * or growing an existing mapping could show executable bytes the lock's
+ * scan never saw. */
 static int decide_mremap(struct executor *x, const uint64_t *a)
 {
-	if (where(x, a[0], a[1]) != 0)
+	if (where(x, a[0], a[1]) != 0 || !(a[3] & MREMAP_FIXED) || a[1] != a[2])
 		return -1;
-	if (!(a[3] & MREMAP_FIXED))
-		return 0;
 	int w = where(x, a[4], a[2]);
 	if (w <= 0)
-		return w;
+		return -1;
 	if (!pages_move(x, a[4], a[2], M(PS_MINE), PS_GONE))
 		return -1;
 	sandbox_shared->remaps++;

@@ -113,6 +113,26 @@ static int a_mremap(void *arg)
 	return denied(r == MAP_FAILED ? -1 : 0, r);
 }
 
+/* Move (or grow) executable code: bytes the lock's scan never saw. */
+static int a_mremap_code(void *arg)
+{
+	setup(0);
+	void *code = page_of((const void *)(uintptr_t)&getpid);
+	void *r = mremap(code, 4096, 8192, MREMAP_MAYMOVE);
+	return denied(r == MAP_FAILED ? -1 : 0, secret_run);
+}
+
+/* Allowed: results go back to root by transfer, any size from 4096 bytes. */
+static int a_give_back(void *arg)
+{
+	setup(0);
+	char *res = malloc(12288);
+	memset(res, 'r', 12288);
+	if (xpfo_transfer(res, xpfo_root()) != 0)
+		return 2;
+	return xpfo_owner(res) != xpfo_root();
+}
+
 static int a_munmap_mmap(void *arg)
 {
 	setup(0);
@@ -264,6 +284,8 @@ static const struct acase cases[] = {
 	{ "pkey_mprotect", a_pkey_mprotect, 0, 0, { DENIED("pkey_mprotect") }, 0 },
 	{ "madvise", a_madvise, 0, 0, { DENIED("madvise") }, 0 },
 	{ "mremap", a_mremap, 0, 0, { DENIED("mremap") }, 0 },
+	{ "mremap of code", a_mremap_code, 0, 0, { DENIED("mremap") }, 0 },
+	{ "a result given back (allowed)", a_give_back, 0, 0, { NULL }, 0 },
 	{ "munmap + mmap MAP_FIXED", a_munmap_mmap, 0, 0, { DENIED("munmap"), DENIED("mmap") }, 0 },
 	{ "/proc/self/mem", a_proc_mem, 0, 0, { DENIED("openat") }, 0 },
 	{ "process_vm_readv", a_process_vm_readv, 0, 0, { DENIED("process_vm_readv") }, 0 },
