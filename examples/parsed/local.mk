@@ -21,8 +21,9 @@ examples_parsed_parsed_plain_CFLAGS = $(AM_CFLAGS) $(EXPAT_CFLAGS) -DPARSED_NO_X
 examples_parsed_parsed_plain_LDADD = $(EXPAT_LIBS)
 examples_parsed_parsed_send_SOURCES = examples/parsed/parsed-send.c
 TESTS += tests/sandbox/service.sh
-.PHONY: examples
-examples: examples/parsed/parsed$(EXEEXT) examples/parsed/parsed-send$(EXEEXT) \
+parsed_progs = examples/parsed/parsed$(EXEEXT) examples/parsed/parsed-send$(EXEEXT) \
 	examples/parsed/parsed-bug$(EXEEXT) examples/parsed/parsed-plain$(EXEEXT)
 endif
+.PHONY: examples
+examples: $(parsed_progs)
 EXTRA_DIST += examples/parsed/README.md tests/sandbox/service.sh
