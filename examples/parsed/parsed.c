@@ -41,6 +41,7 @@
 #define REPLY_MAX 4096 /* a page run: xpfo_transfer takes it */
 
 static int lock_on = 1;
+static int listen_fd = -1;
 static char *key_block, *key_run; /* root's secret */
 
 /* ---- the parse (runs inside the compartment) -------------------------------- */
@@ -177,6 +178,7 @@ static void serve_fork(int cfd)
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
+		close(listen_fd); /* the parser gets the request and the pipe, nothing else */
 		const char *why = "?";
 		char *reply = work(cfd, &why);
 		if (!reply)
@@ -280,7 +282,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	keep_secret(print);
-	int lfd = listen_on(path);
+	int lfd = listen_fd = listen_on(path);
 	fprintf(stderr, "parsed: listening on %s (%s)\n", path, thread ? "locked threads" : "forked children");
 	for (;;) {
 		int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
