@@ -108,14 +108,14 @@ static int decide_protect(struct executor *x, const uint64_t *a, bool keyed)
 	if (w <= 0)
 		return w;
 	if (a[2] == PROT_NONE) { /* closing is always safe */
-		sandbox_shared->closes++;
+		__atomic_add_fetch(&sandbox_shared->closes, 1, __ATOMIC_RELAXED);
 		return 1;
 	}
 	if (keyed && x->key > 0 && (int)a[3] != x->key)
 		return -1;
 	if (!pages_move(x, a[0], a[1], M(PS_FRESH) | M(PS_MINE), PS_MINE))
 		return -1;
-	sandbox_shared->grants++;
+	__atomic_add_fetch(&sandbox_shared->grants, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -133,7 +133,7 @@ static int decide_madvise(struct executor *x, const uint64_t *a)
 	for (uintptr_t i = i0; i < i1; i++)
 		if (page_state(x, i) == PS_STALE)
 			x->state[i] = PS_FRESH;
-	sandbox_shared->purges++;
+	__atomic_add_fetch(&sandbox_shared->purges, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -149,7 +149,7 @@ static int decide_mmap(struct executor *x, const uint64_t *a)
 	int to = a[2] == PROT_NONE ? PS_FRESH : PS_MINE;
 	if (!pages_move(x, a[0], a[1], M(PS_STALE) | M(PS_FRESH) | M(PS_MINE), to))
 		return -1;
-	sandbox_shared->remaps++;
+	__atomic_add_fetch(&sandbox_shared->remaps, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -166,7 +166,7 @@ static int decide_mremap(struct executor *x, const uint64_t *a)
 		return -1;
 	if (!pages_move(x, a[4], a[2], M(PS_MINE), PS_GONE))
 		return -1;
-	sandbox_shared->remaps++;
+	__atomic_add_fetch(&sandbox_shared->remaps, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
