@@ -131,7 +131,7 @@ static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void 
 	int key = pkeys_comp_key(c);
 	if (key > 0) {
 		x->saved = arch_pkey_reg_read();
-		arch_pkey_reg_write(arch_pkey_reg_set((arch_pkey_reg_t)x->saved, key, ARCH_PKEY_RW));
+		pkeys_write(arch_pkey_reg_set((arch_pkey_reg_t)x->saved, key, ARCH_PKEY_RW));
 		x->rights = true;
 		return;
 	}
@@ -150,7 +150,7 @@ static inline void touch_end(struct touch *x)
 	if (likely(!x->c))
 		return;
 	if (x->rights)
-		arch_pkey_reg_write((arch_pkey_reg_t)x->saved);
+		pkeys_write(x->saved);
 	if (x->moved) {
 		int e = os_move_back((void *)(x->a + x->delta), (void *)x->a, x->len);
 		if (e)
@@ -584,7 +584,7 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 
 void *heap_malloc(struct tstate *t, size_t size)
 {
-	if (likely(size <= SMALL_MAX - canary_bytes))
+	if (likely(size < RUN_MIN))
 		return small_alloc(t, size_to_class(size + canary_bytes));
 	return large_alloc(t, size, PAGE_SIZE, false);
 }
@@ -596,7 +596,7 @@ void *heap_calloc(struct tstate *t, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (total <= SMALL_MAX - canary_bytes) {
+	if (total < RUN_MIN) {
 		void *p = small_alloc(t, size_to_class(total + canary_bytes));
 		if (p)
 			memset(p, 0, total);
@@ -609,7 +609,7 @@ void *heap_aligned(struct tstate *t, size_t align, size_t size)
 {
 	if (align <= 16)
 		return heap_malloc(t, size);
-	if (size <= SMALL_MAX - canary_bytes && align <= PAGE_SIZE) {
+	if (size < RUN_MIN && align <= PAGE_SIZE) {
 		/* slab bases are page aligned: a class whose size is a multiple
 		 * of align has every slot aligned */
 		unsigned c = size_to_class(size + canary_bytes);
@@ -1009,7 +1009,7 @@ void heap_free_checked(void *p, size_t size, size_t align)
 	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
 	size_t got;
 	if (b.kind == BK_SMALL) {
-		unsigned c = size <= SMALL_MAX - canary_bytes ? size_to_class(size + canary_bytes) : NCLASSES;
+		unsigned c = size < RUN_MIN ? size_to_class(size + canary_bytes) : NCLASSES;
 		if (align > 16)
 			while (c < NCLASSES && classes[c].size % align)
 				c++;
@@ -1100,7 +1100,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 		canary_check_x(&x, b.s, p);
 		touch_end(&x);
 	}
-	bool small = size <= SMALL_MAX - canary_bytes;
+	bool small = size < RUN_MIN;
 	if (b.owner == t->heap->comp->id &&
 	    (b.kind == BK_SMALL ? small && size_to_class(size + canary_bytes) == b.s->cls
 				: !small && realloc_in_place(t, a, &b, size))) {

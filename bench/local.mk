@@ -76,3 +76,9 @@ EXTRA_DIST += bench/vm/run.sh
 .PHONY: bench-vm
 bench-vm: bench/xb-vm-counts$(EXEEXT)
 	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) $(SHELL) $(top_srcdir)/bench/vm/run.sh
+
+# The example service, locked vs not vs without xpfo (the sandbox issue).
+.PHONY: bench-sandbox
+bench-sandbox: all
+	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/bench/sandbox.sh
+EXTRA_DIST += bench/sandbox.sh

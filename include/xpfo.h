@@ -55,14 +55,27 @@ XPFO_API void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size);
 XPFO_API void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size);
 XPFO_API void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size);
 /* Give the whole-page allocation p to compartment `to`, in place.  Blocks of
- * more than 16 KiB (less 8 bytes with canaries on) and blocks aligned to
- * more than 4096 bytes are page runs; smaller ones live in shared slabs.  Before it returns, the
+ * 4096 bytes or more and blocks aligned to more than 4096 bytes are page
+ * runs; smaller ones live in shared slabs.  Before it returns, the
  * old owner's mappings of p are gone and p has fresh frames holding the same
  * bytes, so no reference the old owner kept (even one the kernel holds, such
  * as vmsplice) reaches what `to` writes later.  -1 with errno EINVAL (small,
  * interior, freed or foreign pointer; bad handle), or the errno of a failed
  * syscall (p is then unchanged). */
 XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
+
+/* Confine the calling thread to c for the rest of its life: it enters c
+ * (STRICT: root's pages out of its reach), can no longer enter or leave
+ * compartments, and a seccomp filter limits its system calls to an
+ * allow-list (docs/security.md).  Call it from outside any compartment.
+ * Irreversible.  0, or -1 with errno: EINVAL (bad handle, unknown flags,
+ * already inside a compartment), EPERM (other threads are alive: the
+ * mprotect backend's protections are per process, and the pkeys backend
+ * does not yet close root for one thread; pkeys: an unsafe WRPKRU, XRSTOR
+ * or WRFSBASE in an executable mapping, reported; already locked), ENOSYS
+ * (no seccomp). */
+XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
+#define XPFO_LOCK_KILL 0x1u /* a denied syscall kills the process (after the report) instead of failing with EPERM */
 
 /* The compartment plain malloc allocates in outside any other compartment. */
 XPFO_API xpfo_compartment_t *xpfo_root(void);
@@ -158,6 +171,11 @@ struct xpfo_stats {
 	uint64_t touches_skipped;     /* hardening checks skipped on a closed compartment's slot:
 					 no /proc/self/mem and its pages could not be moved */
 	uint64_t close_failures;      /* compartment closes that failed (the compartment is poisoned) */
+
+	/* sandbox (xpfo_lock_thread): the executor's work for locked threads */
+	uint64_t sandbox_denied;      /* system calls of locked threads denied (filter or executor) */
+	uint64_t sandbox_granted;     /* executor: protection changes it let through after checking */
+	uint64_t sandbox_passed;      /* executor: memory calls outside the heap and metadata */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

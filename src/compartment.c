@@ -524,6 +524,10 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
+	if (tl_sandbox_locked) { /* sandbox.c: a locked thread stays where it is */
+		errno = EPERM;
+		return NULL;
+	}
 	if (!comp_usable(c))
 		return NULL;
 	struct xpfo_compartment *prev = t->heap->comp;
@@ -557,6 +561,10 @@ XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
+	if (tl_sandbox_locked) { /* sandbox.c */
+		errno = EPERM;
+		return;
+	}
 	if (!t->depth || !comp_check(previous)) {
 		errno = EINVAL;
 		return;
@@ -688,7 +696,8 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 		return -1;
 	}
 	struct xpfo_compartment *from = comp_table[from_id];
-	if (!from) {
+	/* sandbox.c: a locked thread gives away only its own blocks */
+	if (!from || (tl_sandbox_locked && from != tstate_get()->heap->comp)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -702,14 +711,14 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 	uint64_t saved_rights = 0;
 	if (from_key > 0) {
 		saved_rights = arch_pkey_reg_read();
-		arch_pkey_reg_write(arch_pkey_reg_set(saved_rights, from_key, ARCH_PKEY_RW));
+		pkeys_write(arch_pkey_reg_set(saved_rights, from_key, ARCH_PKEY_RW));
 	}
 	bool readable = off || from == &comp_root || from_key > 0 || from->open;
 	enum os_prot prot = off || to == &comp_root || to_key > 0 || to->open ? OS_RW : OS_NONE;
 	int key = to_key > 0 ? to_key : prot == OS_RW ? key_plain() : key_revoked();
 	int e = os_fresh_copy(p, npages << PAGE_SHIFT, readable, prot, key);
 	if (from_key > 0)
-		arch_pkey_reg_write((arch_pkey_reg_t)saved_rights);
+		pkeys_write(saved_rights);
 	if (!e) {
 		pthread_mutex_lock(&heap_lock);
 		if (kind == SEG_HUGE) {

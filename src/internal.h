@@ -37,6 +37,10 @@ static const bool debug_walks = XPFO_DEBUG >= 2;
 #define SEG_PAGES (SEG_SIZE / PAGE_SIZE)      /* 1024 */
 #define SEG_WORDS (SEG_PAGES / 64)
 #define SMALL_MAX 16384                       /* larger: page runs */
+/* Allocations of RUN_MIN bytes or more are page runs too, so xpfo_transfer
+ * takes every one of them in place (the sandbox issue); the slab classes
+ * above it only hold smaller requests grown by the canary. */
+#define RUN_MIN 4096
 #define LARGE_MAX (SEG_SIZE / 2)              /* larger: whole segments */
 #define NCLASSES 36
 #define SLAB_MAX_SLOTS 512
@@ -374,6 +378,7 @@ static inline uint32_t page_entry(struct segment *s, uintptr_t p)
 /* ---- src/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
 bool meta_owns(const void *p);       /* anywhere in the metadata region */
+void meta_region(uintptr_t *lo, uintptr_t *hi); /* its bounds, guards included */
 bool meta_pool_owns(const void *p);  /* in its pool (thread states, compartments) */
 int meta_tag(int key);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
@@ -477,6 +482,17 @@ const char *comp_root_closed_by(void);
 
 /* ---- src/fault.c ------------------------------------------------------- */
 void fault_install(void);
+
+/* ---- src/sandbox.c: xpfo_lock_thread ------------------------------------ */
+extern __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
+void sandbox_stats_fill(struct xpfo_stats *s);
+/* After every write of the rights register (pkeys_write): in a locked
+ * thread, a register that opens a key the thread may not hold is fatal. */
+void sandbox_gate_check(void);
+void sandbox_stats_print(int fd);
+/* src/gadgets.c: WRPKRU/XRSTOR sites in executable mappings */
+size_t gadget_scan(const unsigned char *p, size_t n, size_t *offs, size_t max);
+int gadget_check_mappings(void); /* 0, or EPERM after a report */
 
 /* ---- src/stats.c ------------------------------------------------------- */
 void stats_fill(struct xpfo_stats *s);

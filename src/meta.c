@@ -76,6 +76,13 @@ int meta_tag(int key)
 	return 0;
 }
 
+/* The whole region, guards included (the sandbox's executor guards it). */
+void meta_region(uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = (uintptr_t)meta_parts[0] - GUARD;
+	*hi = (uintptr_t)meta_parts[2] + meta_sizes[2] + GUARD;
+}
+
 bool meta_owns(const void *p)
 {
 	for (int i = 0; i < 3; i++)

@@ -195,11 +195,26 @@ int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int
 
 static int mem_fd = -2; /* -2: not tried; -1: unavailable */
 
+/* ---- sandbox (src/sandbox.c) ----
+ * A locked thread may not open files: /proc/self/mem would reach every
+ * page.  Its descriptor is closed, and nothing here tries to open one. */
+static int os_mem_closed;                 /* for every thread: it stays closed */
+static __thread int os_locked;            /* this thread opens no file */
+
+void os_sandbox_lock(void)
+{
+	__atomic_store_n(&os_mem_closed, 1, __ATOMIC_RELEASE);
+	int fd = __atomic_exchange_n(&mem_fd, -1, __ATOMIC_ACQ_REL);
+	if (fd >= 0)
+		close(fd);
+	os_locked = 1;
+}
+
 static int mem_open(void)
 {
 	int fd = __atomic_load_n(&mem_fd, __ATOMIC_ACQUIRE);
-	if (fd != -2)
-		return fd;
+	if (fd != -2 || __atomic_load_n(&os_mem_closed, __ATOMIC_ACQUIRE))
+		return fd == -2 ? -1 : fd;
 	int saved = errno;
 	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	errno = saved;
@@ -217,6 +232,8 @@ static int mem_open(void)
  * names the parent's: reopen lazily. */
 void os_mem_forget(void)
 {
+	if (os_mem_closed)
+		return;
 	if (mem_fd >= 0)
 		close(mem_fd);
 	mem_fd = -2;
@@ -407,6 +424,8 @@ void os_write(int fd, const char *buf, size_t n)
 
 long os_read_file(const char *path, char *buf, size_t n)
 {
+	if (os_locked)
+		return -EPERM;
 	int saved = errno;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -459,6 +478,8 @@ static uintptr_t parse_hex(const char *s, const char **end)
 
 long os_count_vmas(uintptr_t lo, uintptr_t hi)
 {
+	if (os_locked)
+		return -EPERM;
 	int saved = errno;
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {

@@ -69,6 +69,10 @@ int os_dup_high(int fd);
 /* Count the lines of /proc/self/maps whose start lies in [lo, hi). */
 long os_count_vmas(uintptr_t lo, uintptr_t hi);
 _Noreturn void os_abort(void);
+/* A thread is being locked (src/sandbox.c): /proc/self/mem is closed for
+ * the process for good, and the calling thread never opens a file again
+ * (os_read_file, os_count_vmas: EPERM). */
+void os_sandbox_lock(void);
 
 /* Test seam: make the next `count` calls of op fail with err after `skip`
  * successful ones (count 0 disarms). */

@@ -100,6 +100,7 @@ void stats_fill(struct xpfo_stats *s)
 	long v = os_count_vmas(heap_base, heap_end);
 	s->vmas = v > 0 ? (uint64_t)v : 0;
 	s->vma_limit = xpfo_vma_limit();
+	sandbox_stats_fill(s);
 	s->size = sizeof *s;
 }
 
@@ -200,6 +201,7 @@ static void print_summary(int fd, const struct xpfo_stats *s)
 	if (pkeys_on)
 		line(fd, "xpfo:   pkeys        %u keys held by compartments, %u evictions, %u enters/leaves",
 		     s->keys_in_use, s->key_evictions, s->compartment_switches);
+	sandbox_stats_print(fd);
 	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined, %u slot checks skipped, "
 	     "%u compartment closes failed", s->revoke_failures, s->pages_quarantined,
 	     s->touches_skipped, s->close_failures);

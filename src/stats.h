@@ -47,7 +47,7 @@
 	T(compartment_closes) T(transfers) T(violations) T(vma_budget)           \
 	T(degraded) N(spans_released_unprotected) T(keys_in_use)                 \
 	T(key_evictions) T(compartment_switches) T(live_guards) T(guards_skipped)  \
-	T(touches_skipped) T(close_failures)
+	T(touches_skipped) T(close_failures) T(sandbox_denied) T(sandbox_granted) T(sandbox_passed)
 
 struct stats_global {
 #define X(n) uint64_t n;

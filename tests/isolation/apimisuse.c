@@ -249,7 +249,7 @@ static void one_round(void)
 
 	/* transfer: pointers that are not whole-page blocks */
 	char *small = malloc(100);
-	char *pa = aligned_alloc(4096, 4096); /* page aligned, but a slab slot */
+	char *pa = aligned_alloc(4096, 2048); /* page aligned, but a slab slot (4096 bytes or more: a run) */
 	char *run2 = malloc(RUN);
 	char *freed = malloc(RUN), *freed2 = malloc(RUN);
 	char *mm = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -40,6 +40,8 @@ variants() {
 guest_args() {
 	case $1 in
 	contention-static) echo "--seconds 3" ;;
+	# the sandbox's allocator check: 2,000 mixed allocations locked and not
+	alloc-static) echo "2000" ;;
 	stress-static) echo "--seconds 3" ;;
 	# ids still run out (EMFILE) and are recycled; STRICT after join
 	apimisuse-static)

@@ -1,0 +1,307 @@
+/* executor.c - the process that decides a locked thread's memory calls.
+ *
+ * Forked (a raw clone: no fork handlers, no allocation) while the thread
+ * being locked is already inside its compartment and before its filter is
+ * loaded.  Its copy of the ownership tables is the state at the lock, and
+ * the locked thread cannot change it: another address space.  From it and
+ * from what it has let through since, it keeps one state per heap page
+ * (below) and lets a call proceed only when every page it touches may take
+ * that change.  It never trusts the locked process's metadata after the
+ * lock, and it never names a range itself: it can only let the locked
+ * thread's own call go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE; the arguments
+ * are registers the kernel holds while the thread waits) or fail it.
+ */
+#include "internal.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifdef HAVE_SECCOMP_H
+#include <linux/seccomp.h>
+
+/* Page states.  SNAP: not changed since the lock (read the copy). */
+enum { PS_SNAP, PS_FOREIGN, PS_STALE, PS_FRESH, PS_MINE, PS_GONE };
+
+struct executor {
+	pid_t target;
+	uint16_t id;                /* the locked compartment */
+	int key;                    /* pkeys: its key, else -1 */
+	unsigned flags;
+	uintptr_t hb, he;           /* heap */
+	uintptr_t guard[4][2];      /* never touched: metadata, sealed page, shared page, gate */
+	uint8_t *state;             /* per heap page */
+	char name[48];
+};
+
+/* The state of heap page i at the lock, from the copy of the tables. */
+static int snap_state(const struct executor *x, size_t i)
+{
+	struct segment *s = &seg_table[i / SEG_PAGES];
+	size_t p = i % SEG_PAGES;
+	switch (s->kind) {
+	case SEG_UNUSED:
+		return s->releasing ? PS_STALE : PS_FRESH; /* released segments are remapped */
+	case SEG_HUGE:
+	case SEG_HUGE_TAIL:
+		return s->owner == x->id ? PS_MINE : PS_FOREIGN;
+	default:
+		break;
+	}
+	uint32_t e = s->page[p];
+	if (PG_TYPE(e) == PG_FREE)
+		return s->clean_map[p / 64] >> (p % 64) & 1 ? PS_FRESH : PS_STALE;
+	if (s->aux[p] == x->id && PG_TYPE(e) != PG_QUAR)
+		return PS_MINE;
+	return PS_FOREIGN;
+}
+
+static int page_state(const struct executor *x, size_t i)
+{
+	return x->state[i] ? x->state[i] : snap_state(x, i);
+}
+
+/* Where [a, a+len) lies: 0 outside everything guarded, 1 inside the heap,
+ * -1 refused (metadata, guarded pages, across the heap's edge, wraps). */
+static int where(const struct executor *x, uintptr_t a, uintptr_t len)
+{
+	if (len == 0)
+		return 0;
+	uintptr_t end = align_up(a + len, PAGE_SIZE);
+	if (end <= a || len > ((uintptr_t)1 << 47))
+		return -1;
+	for (int k = 0; k < 4; k++)
+		if (a < x->guard[k][1] && x->guard[k][0] < end)
+			return -1;
+	if (end <= x->hb || a >= x->he)
+		return 0;
+	return a >= x->hb && end <= x->he ? 1 : -1;
+}
+
+/* Every page of the range in one of the states of mask?  Then set them to
+ * `to` (unless 0). */
+static bool pages_move(struct executor *x, uintptr_t a, uintptr_t len, unsigned mask, int to)
+{
+	size_t i0 = (a - x->hb) >> PAGE_SHIFT, i1 = (align_up(a + len, PAGE_SIZE) - x->hb) >> PAGE_SHIFT;
+	for (size_t i = i0; i < i1; i++)
+		if (!(mask >> page_state(x, i) & 1))
+			return false;
+	if (to)
+		for (size_t i = i0; i < i1; i++)
+			x->state[i] = (uint8_t)to;
+	return true;
+}
+
+#define M(s) (1u << (s))
+
+static int decide_protect(struct executor *x, const uint64_t *a, bool keyed)
+{
+	int w = where(x, a[0], a[1]);
+	if (w <= 0)
+		return w;
+	if (a[2] == PROT_NONE) { /* closing is always safe */
+		__atomic_add_fetch(&sandbox_shared->closes, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	if (keyed && x->key > 0 && (int)a[3] != x->key)
+		return -1;
+	if (!pages_move(x, a[0], a[1], M(PS_FRESH) | M(PS_MINE), PS_MINE))
+		return -1;
+	__atomic_add_fetch(&sandbox_shared->grants, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static int decide_madvise(struct executor *x, const uint64_t *a)
+{
+	int w = where(x, a[0], a[1]);
+	if (w <= 0)
+		return w;
+	if (a[2] != MADV_DONTNEED)
+		return -1;
+	/* the frames go: stale pages become fresh, the compartment's stay its */
+	uintptr_t i0 = (a[0] - x->hb) >> PAGE_SHIFT, i1 = (align_up(a[0] + a[1], PAGE_SIZE) - x->hb) >> PAGE_SHIFT;
+	if (!pages_move(x, a[0], a[1], M(PS_STALE) | M(PS_FRESH) | M(PS_MINE), 0))
+		return -1;
+	for (uintptr_t i = i0; i < i1; i++)
+		if (page_state(x, i) == PS_STALE)
+			x->state[i] = PS_FRESH;
+	__atomic_add_fetch(&sandbox_shared->purges, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* mmap with MAP_FIXED: a fresh anonymous private mapping over pages that
+ * are not another owner's. */
+static int decide_mmap(struct executor *x, const uint64_t *a)
+{
+	int w = where(x, a[0], a[1]);
+	if (w <= 0)
+		return w;
+	if ((int)a[4] != -1 || !(a[3] & MAP_ANONYMOUS) || (a[3] & MAP_SHARED))
+		return -1;
+	int to = a[2] == PROT_NONE ? PS_FRESH : PS_MINE;
+	if (!pages_move(x, a[0], a[1], M(PS_STALE) | M(PS_FRESH) | M(PS_MINE), to))
+		return -1;
+	__atomic_add_fetch(&sandbox_shared->remaps, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* mremap: only a transfer's fresh copy, moved whole from outside onto the
+ * compartment's own pages, which leave it for good.  Nothing else: moving
+ * or growing an existing mapping could show executable bytes the lock's
+ * scan never saw. */
+static int decide_mremap(struct executor *x, const uint64_t *a)
+{
+	if (where(x, a[0], a[1]) != 0 || !(a[3] & MREMAP_FIXED) || a[1] != a[2])
+		return -1;
+	int w = where(x, a[4], a[2]);
+	if (w <= 0)
+		return -1;
+	if (!pages_move(x, a[4], a[2], M(PS_MINE), PS_GONE))
+		return -1;
+	__atomic_add_fetch(&sandbox_shared->remaps, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* 0: outside (let through), 1: checked (let through), -1: refused. */
+static int decide(struct executor *x, const struct seccomp_data *d)
+{
+	const uint64_t *a = (const uint64_t *)d->args;
+	switch (d->nr) {
+	case SYS_mprotect:
+		return decide_protect(x, a, false);
+	case SYS_pkey_mprotect:
+		return decide_protect(x, a, true);
+	case SYS_madvise:
+		return decide_madvise(x, a);
+	case SYS_mmap:
+		return decide_mmap(x, a);
+	case SYS_munmap:
+		return where(x, a[0], a[1]) == 0 ? 0 : -1;
+	case SYS_mremap:
+		return decide_mremap(x, a);
+	}
+	return -1;
+}
+
+static void answer(struct executor *x, int lfd, struct seccomp_notif *req)
+{
+	int v = decide(x, &req->data);
+	struct seccomp_notif_resp resp;
+	memset(&resp, 0, sizeof resp);
+	resp.id = req->id;
+	if (v >= 0) {
+		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		__atomic_add_fetch(v ? &sandbox_shared->granted : &sandbox_shared->passed, 1,
+				   __ATOMIC_RELAXED);
+	} else {
+		resp.error = -EPERM;
+		sandbox_report(req->data.nr, req->pid, x->name);
+		if (x->flags & XPFO_LOCK_KILL)
+			kill(x->target, SIGKILL);
+	}
+	ioctl(lfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+static _Noreturn void serve(struct executor *x, int lfd)
+{
+	struct seccomp_notif req;
+	for (;;) {
+		struct pollfd p = { lfd, POLLIN, 0 };
+		if (poll(&p, 1, -1) < 0)
+			continue;
+		if (!(p.revents & POLLIN))
+			break; /* every locked thread is gone */
+		memset(&req, 0, sizeof req);
+		if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
+			continue; /* EINTR, or the caller died meanwhile (ENOENT) */
+		answer(x, lfd, &req);
+	}
+	syscall(SYS_exit_group, 0);
+	__builtin_unreachable();
+}
+
+static int recv_fd(int sock)
+{
+	char byte;
+	struct iovec io = { &byte, 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof u.buf };
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	if (!c || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	int fd;
+	memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	return write(sock, &byte, 1) == 1 ? fd : -1;
+}
+
+static _Noreturn void executor_main(struct executor *x, int sock)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != x->target)
+		syscall(SYS_exit_group, 1);
+	size_t npages = (x->he - x->hb) >> PAGE_SHIFT;
+	void *st = mmap(NULL, npages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			-1, 0);
+	int lfd = st == MAP_FAILED ? -1 : recv_fd(sock);
+	if (lfd < 0) {
+		xpfo_warn("sandbox: the executor could not start: the locked thread's memory calls fail");
+		syscall(SYS_exit_group, 1);
+	}
+	x->state = st;
+	close(sock);
+	/* nothing of the service's: its descriptors are not the executor's */
+	syscall(SYS_close_range, 3, lfd - 1, 0);
+	syscall(SYS_close_range, lfd + 1, ~0u, 0);
+	serve(x, lfd);
+}
+
+pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2])
+{
+	static struct executor x; /* the child's copy is its own */
+	memset(&x, 0, sizeof x);
+	x.target = getpid();
+	x.id = c->id;
+	x.key = pkeys_comp_key(c);
+	x.flags = flags;
+	x.hb = heap_base;
+	x.he = heap_end;
+	meta_region(&x.guard[0][0], &x.guard[0][1]);
+	x.guard[1][0] = (uintptr_t)&xpfo_sealed;
+	x.guard[1][1] = x.guard[1][0] + sizeof xpfo_sealed;
+	x.guard[2][0] = (uintptr_t)sandbox_shared;
+	x.guard[2][1] = x.guard[2][0] + PAGE_SIZE;
+	x.guard[3][0] = (uintptr_t)&sandbox_gate;
+	x.guard[3][1] = x.guard[3][0] + sizeof sandbox_gate;
+	fmt_str(x.name, sizeof x.name, "%s", c->pub_name);
+	/* a consistent copy: no run changes hands while it is taken */
+	pthread_mutex_lock(&heap_lock);
+	long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) {
+		close(sv[0]);
+		executor_main(&x, sv[1]);
+	}
+	int e = errno;
+	pthread_mutex_unlock(&heap_lock);
+	close(sv[1]);
+	return pid < 0 ? -e : (pid_t)pid;
+}
+#else
+pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2])
+{
+	return -ENOSYS;
+}
+#endif

@@ -1,0 +1,460 @@
+/* sandbox.c - xpfo_lock_thread: confine a thread to one compartment.
+ *
+ * The locked thread enters its compartment (root closed, as STRICT), a
+ * seccomp filter limits its system calls, and the memory calls the
+ * allocator still needs (grants of fresh pages, revocations, purges) go to
+ * an executor the thread cannot command: a process forked before the
+ * filter, which receives them as seccomp user notifications, checks each
+ * against its own record of the pages (a copy of the ownership tables taken
+ * at the lock, which the locked thread cannot write: another address space)
+ * and lets the call proceed in the locked thread (CONTINUE: the arguments
+ * are registers, no pointer to re-read) or fails it.  docs/security.md says
+ * why; src/executor.c holds the executor.
+ */
+#include "internal.h"
+#include "pkeys.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#ifdef HAVE_SECCOMP_H
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#endif
+
+__thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
+static __thread unsigned tl_lock_flags;
+static __thread char tl_lock_name[48];
+struct sandbox_shared *sandbox_shared;
+
+/* ---- the gate's table (pkeys) ----------------------------------------------
+ * Locked threads, known by the address of their TLS (FS-relative: a locked
+ * thread cannot move its TLS base, arch_prctl is denied and WRFSBASE is one
+ * of the scan's sites), with the keys each may hold open.  One page,
+ * read-only outside xpfo_lock_thread and guarded by the executors. */
+#define GATE_MAX 64
+union sandbox_gate sandbox_gate __attribute__((aligned(4096)));
+
+static bool gate_allows(uint64_t allowed)
+{
+	arch_pkey_reg_t r = arch_pkey_reg_read();
+	for (int k = 1; k < ARCH_PKEY_KEYS; k++)
+		if (!(allowed >> k & 1) && arch_pkey_reg_get(r, k) != 0)
+			return false;
+	return true;
+}
+
+/* A matching entry of another thread id is a dead locked thread whose TLS
+ * went to a new (unfiltered) thread: dropped. */
+static void gate_drop(unsigned i)
+{
+	if (os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW))
+		xpfo_fatal("sandbox: cannot update the gate's table");
+	sandbox_gate.g.e[i] = sandbox_gate.g.e[--sandbox_gate.g.n];
+	os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+}
+
+void sandbox_gate_check(void)
+{
+	if (likely(!__atomic_load_n(&sandbox_gate.g.n, __ATOMIC_RELAXED)))
+		return;
+	uintptr_t me = (uintptr_t)&tl_sandbox_locked;
+	for (unsigned i = 0; i < sandbox_gate.g.n && i < GATE_MAX; i++) {
+		if (sandbox_gate.g.e[i].tls != me)
+			continue;
+		long tid = os_gettid();
+		if (sandbox_gate.g.e[i].tid != tid) {
+			gate_drop(i);
+			return;
+		}
+		if (!gate_allows(sandbox_gate.g.e[i].allowed))
+			xpfo_fatal("sandbox: the rights register of locked thread %d opens a key it may "
+				   "not hold (a jump into xpfo's gate?)", tid);
+		return;
+	}
+}
+
+/* pkeys: the keys c's locked thread may open: 0, c's, and the allocator's
+ * while inside xpfo when the metadata is sealed. */
+static int gate_add(struct xpfo_compartment *c)
+{
+	if (!pkeys_on)
+		return 0;
+	if (sandbox_gate.g.n >= GATE_MAX)
+		return EAGAIN;
+	uint64_t allowed = 1;
+	if (c->key > 0)
+		allowed |= (uint64_t)1 << c->key;
+	if (seal_meta)
+		allowed |= (uint64_t)1 << key_alloc;
+	int e = os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW);
+	if (e)
+		return e;
+	sandbox_gate.g.e[sandbox_gate.g.n] = (struct sandbox_gate_entry){
+		(uintptr_t)&tl_sandbox_locked, os_gettid(), allowed };
+	__atomic_store_n(&sandbox_gate.g.n, sandbox_gate.g.n + 1, __ATOMIC_RELEASE);
+	return os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+}
+
+/* ---- reports (the SIGSYS handler and the executor) ---------------------- */
+
+const char *sandbox_syscall_name(long nr, char *buf, size_t n)
+{
+#define N(x) case SYS_##x: return #x;
+	switch (nr) {
+	N(mprotect) N(pkey_mprotect) N(madvise) N(munmap) N(mremap) N(mmap) N(pkey_alloc)
+	N(pkey_free) N(open) N(openat) N(openat2) N(process_vm_readv) N(process_vm_writev)
+	N(ptrace) N(process_madvise) N(pidfd_getfd) N(pidfd_open) N(userfaultfd)
+	N(io_uring_setup) N(io_uring_enter) N(io_uring_register) N(memfd_create)
+	N(memfd_secret) N(fork) N(vfork) N(clone) N(clone3) N(execve) N(execveat) N(prctl)
+	N(personality) N(socket) N(connect) N(bind) N(kill) N(tgkill) N(tkill) N(brk)
+	N(fstat) N(newfstatat) N(lseek) N(pread64) N(pwrite64) N(ioctl) N(fcntl) N(dup)
+	N(dup2) N(dup3) N(pipe2) N(sigaltstack) N(mincore) N(shmat) N(shmget) N(seccomp)
+	N(getppid) N(setrlimit) N(prlimit64) N(wait4) N(exit_group) N(uname)
+#undef N
+	case 462:
+		return "mseal";
+	}
+	fmt_str(buf, n, "syscall %d", nr);
+	return buf;
+}
+
+/* One line per syscall name, counted every time. */
+void sandbox_report(long nr, long tid, const char *comp)
+{
+	struct sandbox_shared *sh = sandbox_shared;
+	if (!sh)
+		return;
+	__atomic_add_fetch(&sh->denied, 1, __ATOMIC_RELAXED);
+	unsigned i = nr >= 0 && nr < 1024 ? (unsigned)nr : 1023;
+	uint64_t bit = (uint64_t)1 << (i & 63);
+	if (__atomic_fetch_or(&sh->reported[i >> 6], bit, __ATOMIC_RELAXED) & bit)
+		return;
+	char name[32], line[160];
+	size_t k = fmt_str(line, sizeof line - 1,
+			   "xpfo: sandbox: denied %s from thread %d in compartment \"%s\"",
+			   sandbox_syscall_name(nr, name, sizeof name), tid, comp);
+	line[k++] = '\n';
+	os_write(2, line, k);
+}
+
+#ifdef HAVE_SECCOMP_H
+static void set_return(void *ucv, long v)
+{
+	ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+	uc->uc_mcontext.gregs[REG_RAX] = v;
+#elif defined(__aarch64__)
+	uc->uc_mcontext.regs[0] = (unsigned long)v;
+#else
+#error "the sandbox needs the syscall return register of this architecture"
+#endif
+}
+
+/* SCMP_ACT_TRAP: report, then fail the call with EPERM or end the process
+ * (XPFO_LOCK_KILL: SIGSYS again, with its default action, once the
+ * handler returns). */
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	if (si->si_code != 1 /* SYS_SECCOMP */ || !tl_sandbox_locked)
+		return;
+	int saved = errno;
+	sandbox_report(si->si_syscall, os_gettid(), tl_lock_name);
+	if (tl_lock_flags & XPFO_LOCK_KILL) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = SIG_DFL;
+		sigaction(SIGSYS, &sa, NULL);
+		syscall(SYS_tgkill, (long)getpid(), os_gettid(), SIGSYS);
+	}
+	set_return(uc, -EPERM);
+	errno = saved;
+}
+
+/* ---- the filter ---------------------------------------------------------- */
+
+/* What a locked thread may call outright (docs/security.md has a reason for
+ * each). */
+static const int allowed[] = {
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev),
+	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
+	SCMP_SYS(close), SCMP_SYS(futex), SCMP_SYS(clock_gettime), SCMP_SYS(gettimeofday),
+	SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(sched_yield),
+	SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction),
+	SCMP_SYS(getrandom), SCMP_SYS(restart_syscall),
+};
+
+/* Memory calls: the executor decides (user notification); PROT_EXEC never
+ * gets that far. */
+static int add_memory_rules(scmp_filter_ctx f)
+{
+	const uint64_t X = PROT_EXEC, F = MAP_FIXED;
+	int e = 0;
+	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mprotect), 1,
+			      SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
+	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(pkey_mprotect), 1,
+			      SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
+	/* a mapping the kernel places cannot replace one: allowed */
+	e |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
+			      SCMP_A3(SCMP_CMP_MASKED_EQ, F, 0));
+	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
+			      SCMP_A3(SCMP_CMP_MASKED_EQ, F, F));
+	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(madvise), 0);
+	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(munmap), 0);
+	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mremap), 0);
+	return e;
+}
+
+static int add_rules(scmp_filter_ctx f)
+{
+	int e = 0;
+	for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+		e |= seccomp_rule_add(f, SCMP_ACT_ALLOW, allowed[i], 0);
+	/* signals to itself only (abort, the fault handler's re-raise) */
+	uint64_t pid = (uint64_t)getpid();
+	e |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
+	e |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
+	return e | add_memory_rules(f);
+}
+
+/* The filter as a BPF program, built before the executor starts (building
+ * allocates; nothing may be granted between the executor's copy of the
+ * tables and the filter).  Returns the number of instructions, 0 on error. */
+static size_t filter_build(struct sock_filter *out, size_t max)
+{
+	if (seccomp_api_get() < 6)
+		return 0;
+	scmp_filter_ctx f = seccomp_init(SCMP_ACT_TRAP);
+	if (!f)
+		return 0;
+	size_t n = 0;
+	int p[2];
+	if (!add_rules(f) && !pipe2(p, O_CLOEXEC)) {
+		if (!seccomp_export_bpf(f, p[1])) {
+			close(p[1]);
+			p[1] = -1;
+			ssize_t r = read(p[0], out, max * sizeof *out);
+			if (r > 0 && (size_t)r < max * sizeof *out && r % sizeof *out == 0)
+				n = (size_t)r / sizeof *out;
+		}
+		close(p[0]);
+		if (p[1] >= 0)
+			close(p[1]);
+	}
+	seccomp_release(f);
+	return n;
+}
+
+/* Load it (no allocation): returns the notification descriptor or -errno. */
+static int filter_load(struct sock_filter *prog, size_t n)
+{
+	struct sock_fprog fp = { (unsigned short)n, prog };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* ---- xpfo_lock_thread ------------------------------------------------------ */
+
+static int shared_init(void)
+{
+	if (sandbox_shared)
+		return 0;
+	void *p = mmap(NULL, sizeof *sandbox_shared, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	sandbox_shared = p;
+	return 0;
+}
+
+/* Hand the notification descriptor to the executor over sock. */
+static int send_fd(int sock, int fd)
+{
+	char byte = 'x';
+	struct iovec io = { &byte, 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof u.buf };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
+		return -1;
+	return read(sock, &byte, 1) == 1 ? 0 : -1; /* the executor has it */
+}
+
+/* Checks that need no change: 0 or an errno. */
+static int lock_precheck(struct tstate *t, xpfo_compartment_t *c, unsigned flags)
+{
+	if ((flags & ~XPFO_LOCK_KILL) || c == &comp_root || !comp_check(c))
+		return EINVAL;
+	if (tl_sandbox_locked)
+		return EPERM;
+	if (t->depth || t->heap != &t->root_heap)
+		return EINVAL;
+	if (seccomp_api_get() < 6)
+		return ENOSYS;
+	if (!pkeys_on) {
+		long n = os_thread_count();
+		for (int i = 0; i < 1000 && n > 1; i++) {
+			sched_yield();
+			n = os_thread_count();
+		}
+		if (n != 1)
+			return EPERM;
+	}
+	if (pkeys_on && gadget_check_mappings())
+		return EPERM;
+	return shared_init();
+}
+
+/* Undo an enter when the lock could not be made. */
+static int lock_undo(xpfo_compartment_t *prev, pid_t ex, int e)
+{
+	if (ex > 0) {
+		kill(ex, SIGKILL);
+		waitpid(ex, NULL, 0);
+	}
+	xpfo_leave(prev);
+	return e;
+}
+
+static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filter *prog,
+			size_t n)
+{
+	xpfo_compartment_t *prev = xpfo_enter(c);
+	if (!prev)
+		return errno;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return lock_undo(prev, 0, errno);
+	os_sandbox_lock();
+	pid_t ex = executor_start(c, flags, sv);
+	if (ex < 0)
+		return lock_undo(prev, 0, -ex);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	fmt_str(tl_lock_name, sizeof tl_lock_name, "%s", c->pub_name);
+	tl_lock_flags = flags;
+	if (sigaction(SIGSYS, &sa, NULL))
+		return lock_undo(prev, ex, errno);
+	tl_sandbox_locked = 1;
+	int e = gate_add(c);
+	if (e) {
+		tl_sandbox_locked = 0;
+		return lock_undo(prev, ex, e);
+	}
+	int fd = filter_load(prog, n);
+	if (fd < 0) {
+		tl_sandbox_locked = 0;
+		return lock_undo(prev, ex, -fd);
+	}
+	/* from here on the thread is filtered: fail closed */
+	if (send_fd(sv[0], fd))
+		xpfo_fatal("sandbox: cannot hand the filter to the executor");
+	close(fd); /* the locked thread must not answer its own requests */
+	close(sv[0]);
+	return 0;
+}
+
+XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
+{
+	XPFO_ENTRY;
+	struct tstate *t = tstate_get();
+	int e = lock_precheck(t, c, flags);
+	static struct sock_filter prog[4096];
+	static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+	if (!e) {
+		pthread_mutex_lock(&build_lock);
+		c->flags |= XPFO_COMPARTMENT_STRICT; /* root's pages out of reach */
+		size_t n = filter_build(prog, sizeof prog / sizeof prog[0]);
+		e = n ? lock_install(c, flags, prog, n) : ENOSYS;
+		pthread_mutex_unlock(&build_lock);
+	}
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+#else /* no seccomp.h */
+
+XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
+{
+	(void)c;
+	(void)flags;
+	errno = ENOSYS;
+	return -1;
+}
+#endif
+
+/* ---- statistics ------------------------------------------------------------ */
+
+void sandbox_stats_fill(struct xpfo_stats *s)
+{
+	struct sandbox_shared *sh = sandbox_shared;
+	if (!sh)
+		return;
+	s->sandbox_denied = __atomic_load_n(&sh->denied, __ATOMIC_RELAXED);
+	s->sandbox_granted = __atomic_load_n(&sh->granted, __ATOMIC_RELAXED);
+	s->sandbox_passed = __atomic_load_n(&sh->passed, __ATOMIC_RELAXED);
+}
+
+void sandbox_stats_print(int fd)
+{
+	struct sandbox_shared *sh = sandbox_shared;
+	if (!sh)
+		return;
+	char buf[256];
+	size_t k = fmt_str(buf, sizeof buf - 1,
+			   "xpfo:   sandbox      %u denied; executor: %u heap calls checked and let through "
+			   "(%u grants, %u closes, %u purges, %u remaps), %u outside the heap",
+			   sh->denied, sh->granted, sh->grants, sh->closes, sh->purges, sh->remaps,
+			   sh->passed);
+	buf[k++] = '\n';
+	os_write(fd, buf, k);
+}
+
+/* Test seam (tests/sandbox/attacks.c): what an arbitrary write into the
+ * metadata does: the page run at p becomes, in the tables, the calling
+ * thread's compartment's.  (With sealed metadata on pkeys such a write
+ * needs a bug inside xpfo's entry points: the seam opens the key.) */
+XPFO_EXPORT void xpfo__test_forge_owner(void *p);
+XPFO_EXPORT void xpfo__test_forge_owner(void *p)
+{
+	XPFO_ENTRY;
+	uintptr_t a = (uintptr_t)p;
+	if (!in_heap(a))
+		return;
+	struct segment *s = seg_of(a);
+	size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
+	if (s->kind != SEG_PAGES_K || PG_TYPE(s->page[i]) != PG_LARGE)
+		return;
+	uint16_t id = tstate_get()->heap->comp->id;
+	for (size_t k = 0; k < PG_VAL(s->page[i]) && i + k < SEG_PAGES; k++)
+		s->aux[i + k] = id;
+}

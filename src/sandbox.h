@@ -1,0 +1,41 @@
+/* sandbox.h - between the locked side (sandbox.c) and the executor
+ * (executor.c) of xpfo_lock_thread. */
+#ifndef XPFO_SANDBOX_H
+#define XPFO_SANDBOX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* One page shared (MAP_SHARED) by the process and its executors: counters
+ * and the names already reported.  The locked thread can write it; nothing
+ * the executor decides depends on it. */
+struct sandbox_shared {
+	uint64_t denied;           /* filter (SIGSYS) and executor refusals */
+	uint64_t granted;          /* heap calls the executor let through */
+	uint64_t passed;           /* memory calls outside the heap and metadata */
+	uint64_t grants, closes, purges, remaps;
+	uint64_t reported[16];     /* syscall numbers already reported */
+};
+extern struct sandbox_shared *sandbox_shared;
+
+struct sandbox_gate_entry {
+	uintptr_t tls;             /* &tl_sandbox_locked of the locked thread */
+	long tid;
+	uint64_t allowed;          /* bit k: key k may be open */
+};
+union sandbox_gate {
+	struct {
+		unsigned n;
+		struct sandbox_gate_entry e[64];
+	} g;
+	char page[4096];
+};
+extern union sandbox_gate sandbox_gate;
+
+const char *sandbox_syscall_name(long nr, char *buf, size_t n);
+void sandbox_report(long nr, long tid, const char *comp);
+/* Fork the executor for the thread being locked into c; sv: a socketpair
+ * (the executor keeps sv[1], the caller sv[0]).  Returns its pid or -errno. */
+pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2]);
+
+#endif

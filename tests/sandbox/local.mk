@@ -1,0 +1,57 @@
+# tests/sandbox: xpfo_lock_thread (the sandbox issue).  See
+# tests/sandbox/README.  Linked against libxpfo.la.
+
+sandbox_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/tests -DTU_REQUIRE_XPFO=1
+sandbox_cflags = $(AM_CFLAGS) -fno-builtin
+sandbox_ldadd = libxpfo.la -lpthread
+
+sandbox_tests = \
+	tests/sandbox/attacks \
+	tests/sandbox/alloc \
+	tests/sandbox/gadgets \
+	tests/sandbox/transfer
+
+check_PROGRAMS += $(sandbox_tests)
+TESTS += $(sandbox_tests)
+EXTRA_DIST += tests/sandbox/README
+
+tests_sandbox_attacks_SOURCES = tests/sandbox/attacks.c tests/testutil.c tests/testutil.h
+tests_sandbox_attacks_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_attacks_CFLAGS = $(sandbox_cflags)
+tests_sandbox_attacks_LDADD = $(sandbox_ldadd)
+tests_sandbox_attacks_LDFLAGS = -no-install
+
+tests_sandbox_alloc_SOURCES = tests/sandbox/alloc.c tests/testutil.c tests/testutil.h
+tests_sandbox_alloc_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_alloc_CFLAGS = $(sandbox_cflags)
+tests_sandbox_alloc_LDADD = $(sandbox_ldadd)
+tests_sandbox_alloc_LDFLAGS = -no-install
+
+tests_sandbox_gadgets_SOURCES = tests/sandbox/gadgets.c tests/testutil.c tests/testutil.h
+tests_sandbox_gadgets_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_gadgets_CFLAGS = $(sandbox_cflags)
+tests_sandbox_gadgets_LDADD = $(sandbox_ldadd)
+tests_sandbox_gadgets_LDFLAGS = -no-install
+
+tests_sandbox_transfer_SOURCES = tests/sandbox/transfer.c tests/testutil.c tests/testutil.h
+tests_sandbox_transfer_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_transfer_CFLAGS = $(sandbox_cflags)
+tests_sandbox_transfer_LDADD = $(sandbox_ldadd)
+tests_sandbox_transfer_LDFLAGS = -no-install
+
+# The attacks in the QEMU rig (pkeys and mprotect in the guest): static,
+# with the cases that need keys (tests/qemu/local.mk's QEMU_TEST_BINARIES).
+check_PROGRAMS += tests/sandbox/attacks-static
+tests_sandbox_attacks_static_SOURCES = tests/sandbox/attacks.c tests/testutil.c tests/testutil.h
+tests_sandbox_attacks_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1 -DSANDBOX_STATIC=1
+tests_sandbox_attacks_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_attacks_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_attacks_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/attacks-static$(EXEEXT)
+check_PROGRAMS += tests/sandbox/alloc-static
+tests_sandbox_alloc_static_SOURCES = tests/sandbox/alloc.c tests/testutil.c tests/testutil.h
+tests_sandbox_alloc_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_alloc_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_alloc_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_alloc_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/alloc-static$(EXEEXT)

@@ -1,0 +1,62 @@
+#!/bin/sh
+# service.sh - the example service (examples/parsed) on this machine's
+# backend: 1,000 valid requests answered, 1,000 malformed ones refused with
+# the service going on, and the injected overflow (parsed-bug) aimed at
+# root's API key: the attempt is reported (the violation line), the secret
+# is not returned, and the service answers the next request.  The same
+# exploit against the baseline without xpfo (parsed-plain) returns the key:
+# the test would see a leak.
+. "${top_srcdir:-.}/tests/lib.sh"
+need_xpfo
+dir=$top_builddir/examples/parsed
+for p in parsed parsed-bug parsed-plain parsed-send; do
+	[ -x "$dir/$p" ] || hard_error "$dir/$p not built"
+done
+trap 'kill $srv 2>/dev/null; rm -rf "$tmp"' EXIT
+KEY=API-KEY-c0ffee5ecret42
+export PARSED_API_KEY=$KEY
+srv=
+
+start() { # PROGRAM ARGS...: a server on $tmp/sock, its stderr in $tmp/log
+	rm -f "$tmp/sock"
+	"$@" "$tmp/sock" 2>"$tmp/log" &
+	srv=$!
+	for i in $(seq 100); do [ -S "$tmp/sock" ] && return; sleep 0.05; done
+	hard_error "$1 did not start: $(cat "$tmp/log")"
+}
+stop() { kill $srv; wait $srv 2>/dev/null; srv=; }
+send() { "$dir/parsed-send" "$@"; }
+
+start "$dir/parsed"
+out=$(send --load 1000 valid "$tmp/sock")
+say "valid:     $out"
+case $out in "1000 ok, 0 errors, 0 died, 0 failed"*) ;; *) fail "valid requests: $out" ;; esac
+out=$(send --load 1000 malformed "$tmp/sock")
+say "malformed: $out"
+case $out in "0 ok, 1000 errors, 0 died, 0 failed"*) ;; *) fail "malformed requests: $out" ;; esac
+echo '<a x="1"><b>hi</b><b/></a>' >"$tmp/req"
+out=$(send "$tmp/sock" "$tmp/req")
+[ "$out" = "ok root=a elements=3 attributes=1 depth=2 text=2 echo=a" ] || fail "one request: $out"
+grep -v '^parsed: listening' "$tmp/log" >"$tmp/extra" && fail "server log: $(cat "$tmp/extra")"
+stop
+
+# the overflow, aimed at the key's block and at its page run
+exploit() { # SERVER: runs it, aims at both copies; stdout: the replies
+	start "$@" --print-secrets
+	addrs=$(sed -n 's/^parsed: secret at \(0x[0-9a-f]*\) and \(0x[0-9a-f]*\)$/\1 \2/p' "$tmp/log")
+	[ -n "$addrs" ] || hard_error "no secret addresses: $(cat "$tmp/log")"
+	for a in $addrs; do send --exploit "$a" "$tmp/sock"; done
+	send "$tmp/sock" "$tmp/req"
+	stop
+}
+exploit "$dir/parsed-plain" >"$tmp/plain"
+grep -q "$KEY" "$tmp/plain" || fail "the exploit does not work without xpfo: $(cat "$tmp/plain")"
+exploit "$dir/parsed-bug" >"$tmp/bug"
+say "parsed-bug replies: $(tr '\n' '|' <"$tmp/bug")"
+grep -q "$KEY" "$tmp/bug" "$tmp/log" && fail "the secret got out"
+n=$(grep -c '^error: the parser died (Segmentation fault)$' "$tmp/bug")
+[ "$n" = 2 ] || fail "$n of 2 exploit replies say the parser died"
+tail -1 "$tmp/bug" | grep -q '^ok root=a ' || fail "no answer after the exploit"
+n=$(grep -c '^xpfo: violation: read of 0x[0-9a-f]* owned by compartment "root" from thread [0-9]* in compartment "parser"$' "$tmp/log")
+[ "$n" = 2 ] || fail "$n violation lines, expected 2: $(cat "$tmp/log")"
+finish
