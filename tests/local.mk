@@ -83,3 +83,20 @@ EXTRA_DIST += tests/lib.sh tests/README tests/preload/workload.py \
 # Which backend is picked on this machine, and what it says.
 TESTS += tests/backend.sh
 EXTRA_DIST += tests/backend.sh
+
+# The xpfo_-prefixed API beside the libc's malloc.  Its checks differ by
+# build (TU_OVERRIDE); with --disable-override it is the suite's own test of
+# the build (the other linked tests need malloc replaced: .ci/run runs only
+# the tests of NO_OVERRIDE_TESTS there).
+check_PROGRAMS += tests/prefixed
+tests_prefixed_CFLAGS = $(tests_cflags)
+tests_prefixed_SOURCES = tests/prefixed.c $(tests_common)
+tests_prefixed_LDADD = $(tests_linked_ldadd)
+tests_prefixed_LDFLAGS = $(tests_linked_ldflags)
+if XPFO_OVERRIDE
+tests_prefixed_CPPFLAGS = $(tests_linked_cppflags) -DTU_OVERRIDE=1
+TESTS += tests/prefixed
+else
+tests_prefixed_CPPFLAGS = $(tests_linked_cppflags) -DTU_OVERRIDE=0
+TESTS += tests/prefixed
+endif
