@@ -100,3 +100,21 @@ else
 tests_prefixed_CPPFLAGS = $(tests_linked_cppflags) -DTU_OVERRIDE=0
 TESTS += tests/prefixed
 endif
+
+# ThreadSanitizer over the remote-free and compartment paths (not in make
+# check: it needs clang and takes its own build of the library, without the
+# libc names so that TSan keeps its malloc).  make check-tsan builds and
+# runs it; tests/tsan.supp says why each suppression is there.
+TSAN_CC = clang-14
+TSAN_CFLAGS = -g -O1 -fsanitize=thread -pthread -D_GNU_SOURCE -fvisibility=hidden \
+	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_srcdir)/alloc \
+	-I$(top_srcdir)/arch
+TSAN_ARGS = 4 6
+tests/tsan-remote: $(top_srcdir)/tests/tsan-remote.c $(fuzz_lib_sources) config.h
+	$(AM_V_CC)$(TSAN_CC) $(TSAN_CFLAGS) -o $@ $< $(fuzz_lib_sources)
+.PHONY: check-tsan
+check-tsan: tests/tsan-remote
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abs_top_srcdir)/tests/tsan.supp $(TSAN_OPTIONS)" \
+		./tests/tsan-remote $(TSAN_ARGS)
+CLEANFILES += tests/tsan-remote
+EXTRA_DIST += tests/tsan-remote.c tests/tsan.supp

@@ -89,6 +89,21 @@ static inline void fz_verify(const uint8_t *p, size_t n, uint64_t seed, const ch
 	fz_verify_upto(p, n, n, seed, what);
 }
 
+/* Abort unless the n-byte block is zero: every byte up to 64 KiB, else its
+ * edges and one byte per page. */
+static inline void fz_zero(const uint8_t *p, size_t n, const char *what)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (n > FZ_FULL && k >= FZ_EDGE && k < n - FZ_EDGE && (k & 4095))
+			k = k + 4096 - (k & 4095) < n - FZ_EDGE ? k + 4096 - (k & 4095) : n - FZ_EDGE;
+		if (p[k]) {
+			fprintf(stderr, "fuzz: %s: byte %zu of %zu at %p is %#x, not 0\n", what, k, n,
+				(void *)p, p[k]);
+			abort();
+		}
+	}
+}
+
 #define FZ_CHECK(cond, ...)                                                        \
 	do {                                                                       \
 		if (!(cond)) {                                                     \

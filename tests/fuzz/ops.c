@@ -122,7 +122,7 @@ static void slot_free(struct mslot *s, int sized)
 
 static void op_alloc(struct fz_in *in, struct mslot *s, unsigned how)
 {
-	size_t size = fz_size(in), n = fz_u8(in) % 17, align = (size_t)1 << fz_u8(in) % 23;
+	size_t size = fz_size(in), n = fz_u8(in) % (size > 65536 ? 3 : 17), align = (size_t)1 << fz_u8(in) % 23;
 	void *p = NULL;
 	enum kind k = kind_of(size, 0);
 	slot_free(s, 0);
@@ -132,8 +132,8 @@ static void op_alloc(struct fz_in *in, struct mslot *s, unsigned how)
 		p = xpfo_calloc(n, size);
 		size *= n;
 		k = kind_of(size, 0);
-		for (size_t i = 0; p && i < size; i++)
-			FZ_CHECK(!((uint8_t *)p)[i], "calloc byte %zu of %zu not zero", i, size);
+		if (p)
+			fz_zero(p, size, "calloc");
 	} else if (how == 2) {
 		p = xpfo_aligned_alloc(align, size);
 		k = kind_of(size, align);
@@ -194,8 +194,8 @@ static void op_alloc_in(struct fz_in *in, struct mslot *s)
 		return; /* never created, or its handle was reused */
 	FZ_CHECK(p, "alloc_in(%d, %zu) failed, errno %d", ci, size, errno);
 	FZ_CHECK(how != 2 || !((uintptr_t)p & (align - 1)), "%p not aligned to %zu", p, align);
-	for (size_t i = 0; how == 1 && (ci == ROOT || ci == m.cur) && i < size; i++)
-		FZ_CHECK(!((uint8_t *)p)[i], "calloc_in byte %zu of %zu not zero", i, size);
+	if (how == 1 && (ci == ROOT || ci == m.cur))
+		fz_zero(p, size, "calloc_in");
 	slot_set(s, p, size, ci, kind_of(size, how == 2 ? align : 0));
 	s->aligned = how == 2;
 }

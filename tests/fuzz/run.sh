@@ -17,14 +17,14 @@ nice -n 10 "$bin" -max_total_time="$secs" -print_final_stats=1 -max_len=1024 \
 	"$work" "$seeds" > "$log" 2>&1
 st=$?
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-last=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -n 1)
+last=$(grep -aE '^#[0-9]+.*cov: ' "$log" | tail -n 1 | tr -cd '[:print:]')
 cov=$(echo "$last" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
 ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
 corp=$(echo "$last" | sed -n 's/.* corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p')
 echo "fuzz $name: ${secs} s, ${execs:-?} executions, corpus ${corp:-?} (units/bytes), cov ${cov:-?}, ft ${ft:-?}"
 if [ "$st" -ne 0 ]; then
 	echo "FAIL: fuzz/$name (libFuzzer exit $st); log $log:"
-	grep -E 'ERROR|fuzz:|xpfo:|SUMMARY|artifact|Test unit' "$log" | head -n 20
+	grep -aE 'ERROR|fuzz:|xpfo:|SUMMARY|artifact|Test unit' "$log" | head -n 20
 	exit 1
 fi
 echo "PASS: fuzz/$name"
