@@ -1,4 +1,9 @@
+# --disable-override leaves the libc names out: only the xpfo_ API (src/prefixed.c).
+if XPFO_OVERRIDE
 libxpfo_la_SOURCES += LD_PRELOAD/override.c
+else
+EXTRA_DIST += LD_PRELOAD/override.c
+endif
 EXTRA_DIST += LD_PRELOAD/xpfo-run.in
 EXTRA_DIST += LD_PRELOAD/demo.py
 

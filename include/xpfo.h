@@ -3,6 +3,8 @@
  *
  * Linking against libxpfo (pkg-config --libs xpfo) or preloading it
  * (LD_PRELOAD=libxpfo.so, or xpfo-run -- prog) replaces malloc and friends.
+ * A library built with --disable-override replaces nothing: it exports only
+ * the xpfo_ names below, and the program's malloc stays the libc's.
  * Functions that fail return NULL or -1 and set errno; they never abort on
  * bad arguments.  Misuse of the heap itself (double free, invalid free,
  * corrupted metadata) is fatal: one "xpfo: fatal: ..." line on stderr, then
@@ -26,6 +28,21 @@ extern "C" {
 
 #define XPFO_VERSION_MAJOR 0
 #define XPFO_VERSION_MINOR 1
+
+/* The allocator under its own names, in every build (the only way in with
+ * --disable-override).  Same semantics as the libc functions: NULL (or an
+ * errno for xpfo_posix_memalign) on failure, errno ENOMEM / EINVAL as glibc.
+ * A pointer from one family must be freed by the same family: xpfo_free of
+ * a pointer that is not from xpfo's heap is fatal, as free is. */
+XPFO_API void *xpfo_malloc(size_t size);
+XPFO_API void xpfo_free(void *p);
+XPFO_API void *xpfo_calloc(size_t n, size_t size);
+XPFO_API void *xpfo_realloc(void *p, size_t size);
+XPFO_API void *xpfo_aligned_alloc(size_t align, size_t size);
+XPFO_API int xpfo_posix_memalign(void **out, size_t align, size_t size);
+XPFO_API size_t xpfo_usable_size(const void *p);
+/* size must be what was requested (or up to the usable size); fatal if not */
+XPFO_API void xpfo_free_sized(void *p, size_t size);
 
 /* An owner of heap pages.  Opaque. */
 typedef struct xpfo_compartment xpfo_compartment_t;

@@ -23,21 +23,21 @@ union sealed_page xpfo_sealed __attribute__((aligned(4096))) = { .g = { .options
 } } };
 
 /* What each profile turns on; options given after it override it. */
-static void profile_apply(unsigned p)
+static void profile_apply(struct options *o, unsigned p)
 {
 	bool strict = p == PROFILE_STRICT, light = p == PROFILE_LIGHT;
-	opt.profile = p;
-	opt.canary = !light;
-	opt.zero_on_free = !light;
-	opt.junk = 0;
-	opt.waf_check = strict;
-	opt.random_slots = !light;
-	opt.random_bases = !light;
-	opt.guard_slabs = strict ? 1 : light ? 0 : 64;
-	opt.guard_large = !light;
-	opt.quarantine = strict ? 1024 : 0;
-	opt.quarantine_large = strict ? 64 : 0;
-	opt.seal = 1;
+	o->profile = p;
+	o->canary = !light;
+	o->zero_on_free = !light;
+	o->junk = 0;
+	o->waf_check = strict;
+	o->random_slots = !light;
+	o->random_bases = !light;
+	o->guard_slabs = strict ? 1 : light ? 0 : 64;
+	o->guard_large = !light;
+	o->quarantine = strict ? 1024 : 0;
+	o->quarantine_large = strict ? 64 : 0;
+	o->seal = 1;
 }
 
 enum opt_type { T_BOOL, T_UINT, T_ULONG, T_ENUM };
@@ -137,16 +137,17 @@ static int parse_ulong(const char *s, size_t n, unsigned long *out)
 	return 0;
 }
 
-static void set(const struct opt_desc *d, unsigned long v)
+static void set(struct options *o, const struct opt_desc *d, unsigned long v)
 {
-	char *base = (char *)&opt + d->offset;
+	char *base = (char *)o + d->offset;
 	if (d->type == T_ULONG)
 		*(unsigned long *)base = v;
 	else
 		*(unsigned *)base = (unsigned)v;
 }
 
-static void apply(const char *key, size_t klen, const char *val, size_t vlen)
+static void apply(struct options *o, const char *key, size_t klen, const char *val, size_t vlen,
+		  options_warn_fn warn, int help_fd)
 {
 	char k[32], v[64];
 	fmt_str(k, klen + 1 < sizeof k ? klen + 1 : sizeof k, "%s", key);
@@ -163,38 +164,90 @@ static void apply(const char *key, size_t klen, const char *val, size_t vlen)
 		if (d->type == T_ENUM) {
 			for (unsigned j = 0; d->names[j]; j++)
 				if (strlen(d->names[j]) == vlen && !memcmp(d->names[j], val, vlen)) {
-					set(d, j);
+					set(o, d, j);
 					return;
 				}
-			xpfo_warn("option %s: unknown value \"%s\", keeping the default", k, v);
+			warn("option %s: unknown value \"%s\", keeping the default", k, v);
 			return;
 		}
 		if (d->type == T_BOOL && vlen == 0 && val == key + klen)
 			x = 1; /* "stats" alone turns it on; "stats=" is a bad value */
 		else if (parse_ulong(val, vlen, &x) || x < d->min || x > d->max) {
-			xpfo_warn("option %s: bad value \"%s\" (expected %u..%u), keeping the default",
+			warn("option %s: bad value \"%s\" (expected %u..%u), keeping the default",
 				  k, v, d->min, d->max);
 			return;
 		}
 		if (!strcmp(d->name, "profile"))
 			return; /* applied first */
 		if (!strcmp(d->name, "reserve") && (x & (x - 1))) {
-			xpfo_warn("option reserve: %u is not a power of two, keeping the default", x);
+			warn("option reserve: %u is not a power of two, keeping the default", x);
 			return;
 		}
-		set(d, x);
+		set(o, d, x);
 		if (!strcmp(d->name, "reserve"))
-			opt.reserve_given = 1;
+			o->reserve_given = 1;
 		return;
 	}
 	if (klen == 4 && !memcmp(key, "help", 4)) {
-		options_print_help(2);
+		if (help_fd >= 0)
+			options_print_help(help_fd);
 		return;
 	}
-	xpfo_warn("unknown option \"%s\" ignored (XPFO_OPTIONS=help lists them)", k);
+	warn("unknown option \"%s\" ignored (XPFO_OPTIONS=help lists them)", k);
 }
 
 extern char **environ;
+
+/* the profile first, whatever its place, so single options override it */
+static void profile_find(struct options *o, const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if ((p == s || p[-1] == ',') && !strncmp(p, "profile=", 8)) {
+			const char *v = p + 8;
+			for (unsigned j = 0; profile_names[j]; j++) {
+				size_t n = strlen(profile_names[j]);
+				if (!strncmp(v, profile_names[j], n) && (v[n] == ',' || !v[n]))
+					profile_apply(o, j);
+			}
+		}
+}
+
+void options_parse(const char *s, struct options *out, options_warn_fn warn, int help_fd)
+{
+	profile_apply(out, PROFILE_DEFAULT);
+	if (!s)
+		return;
+	profile_find(out, s);
+	while (*s) {
+		const char *end = s;
+		while (*end && *end != ',')
+			end++;
+		const char *eq = s;
+		while (eq < end && *eq != '=')
+			eq++;
+		if (end > s)
+			apply(out, s, (size_t)(eq - s), eq < end ? eq + 1 : eq,
+			      eq < end ? (size_t)(end - eq - 1) : 0, warn, help_fd);
+		s = *end ? end + 1 : end;
+	}
+}
+
+const char *options_invalid(const struct options *o)
+{
+	for (size_t i = 0; i < NOPT; i++) {
+		const struct opt_desc *d = &table[i];
+		const char *p = (const char *)o + d->offset;
+		unsigned long v = d->type == T_ULONG ? *(const unsigned long *)p
+						     : *(const unsigned *)p;
+		if (v < d->min || v > d->max)
+			return d->name;
+		if (d->type == T_ENUM && !d->names[v])
+			return d->name; /* max must stay inside names[] */
+	}
+	if (o->reserve_gib & (o->reserve_gib - 1))
+		return "reserve";
+	return NULL;
+}
 
 void options_init(void)
 {
@@ -204,31 +257,7 @@ void options_init(void)
 			s = *e + 13;
 			break;
 		}
-	profile_apply(PROFILE_DEFAULT);
-	if (!s)
-		return;
-	/* the profile first, whatever its place, so single options override it */
-	for (const char *p = s; *p; p++)
-		if ((p == s || p[-1] == ',') && !strncmp(p, "profile=", 8)) {
-			const char *v = p + 8;
-			for (unsigned j = 0; profile_names[j]; j++) {
-				size_t n = strlen(profile_names[j]);
-				if (!strncmp(v, profile_names[j], n) && (v[n] == ',' || !v[n]))
-					profile_apply(j);
-			}
-		}
-	while (*s) {
-		const char *end = s;
-		while (*end && *end != ',')
-			end++;
-		const char *eq = s;
-		while (eq < end && *eq != '=')
-			eq++;
-		if (end > s)
-			apply(s, (size_t)(eq - s), eq < end ? eq + 1 : eq,
-			      eq < end ? (size_t)(end - eq - 1) : 0);
-		s = *end ? end + 1 : end;
-	}
+	options_parse(s, &opt, xpfo_warn, 2);
 	if (opt.revoke == REVOKE_OFF)
 		xpfo_warn("revoke=off: freed pages stay reachable; for measurement only");
 }

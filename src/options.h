@@ -45,6 +45,15 @@ struct options {
 
 /* Parse XPFO_OPTIONS from the environment; warns about bad entries. */
 void options_init(void);
+/* Where the parser's warnings go (xpfo_warn's format, src/fatal.h). */
+typedef void (*options_warn_fn)(const char *fmt, ...);
+/* Parse s ("key=value,...", may be NULL) into *out, which holds the
+ * defaults: bad entries go to warn and keep the value; "help" writes the
+ * table to help_fd (-1: nowhere).  Never allocates. */
+void options_parse(const char *s, struct options *out, options_warn_fn warn, int help_fd);
+/* The name of the first option whose value is outside its range, or NULL
+ * (the invariant the parser keeps; the fuzzer checks it). */
+const char *options_invalid(const struct options *o);
 /* Write the option table (name, default, range, help) to fd. */
 void options_print_help(int fd);
 
