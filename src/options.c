@@ -158,7 +158,7 @@ static void apply(struct options *o, const char *key, size_t klen, const char *v
 			continue;
 		unsigned long x;
 		if (d->type == T_ENUM && d->names == stats_names && vlen == 0 && val == key + klen) {
-			set(d, 1);
+			set(o, d, 1);
 			return;
 		}
 		if (d->type == T_ENUM) {
