@@ -23,6 +23,14 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 /* free lists by size in 64-byte units, for sizes up to 64 KiB + 64 */
 #define POOL_BINS 1040
 static void *pool_free[POOL_BINS];
+/* Larger blocks (thread states, about 130 KiB) freed for reuse: a list of
+ * exact sizes, searched first-fit on the same size.  Few sizes are ever
+ * this large, so the list stays short. */
+struct big_free {
+	struct big_free *next;
+	size_t size;
+};
+static struct big_free *pool_big;
 
 static size_t slab_next;     /* ids handed out so far (heap_lock) */
 static struct slab *slab_freelist;
@@ -96,6 +104,18 @@ bool meta_pool_owns(const void *p)
 	return (const char *)p >= pool_base && (const char *)p < pool_end;
 }
 
+/* A freed block of exactly size bytes, or NULL (pool_lock held). */
+static void *big_take(size_t size)
+{
+	for (struct big_free **pp = &pool_big; *pp; pp = &(*pp)->next)
+		if ((*pp)->size == size) {
+			struct big_free *b = *pp;
+			*pp = b->next;
+			return b;
+		}
+	return NULL;
+}
+
 void *meta_alloc(size_t size)
 {
 	size = align_up(size, 64);
@@ -105,6 +125,8 @@ void *meta_alloc(size_t size)
 	if (bin < POOL_BINS && pool_free[bin]) {
 		r = pool_free[bin];
 		pool_free[bin] = *(void **)r;
+	} else if (bin >= POOL_BINS && (r = big_take(size))) {
+		/* reused */
 	} else if ((size_t)(pool_end - pool_cur) >= size) {
 		r = pool_cur;
 		pool_cur += size;
@@ -122,11 +144,16 @@ void meta_free(void *p, size_t size)
 	size = align_up(size, 64);
 	size_t bin = size / 64;
 	stat_sub(metadata_bytes, size);
-	if (bin >= POOL_BINS)
-		return; /* kept: such blocks are not made */
 	pthread_mutex_lock(&pool_lock);
-	*(void **)p = pool_free[bin];
-	pool_free[bin] = p;
+	if (bin >= POOL_BINS) {
+		struct big_free *b = p;
+		b->size = size;
+		b->next = pool_big;
+		pool_big = b;
+	} else {
+		*(void **)p = pool_free[bin];
+		pool_free[bin] = p;
+	}
 	pthread_mutex_unlock(&pool_lock);
 }
 

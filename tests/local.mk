@@ -106,9 +106,6 @@ tests_threadexit_CPPFLAGS = $(tests_linked_cppflags)
 tests_threadexit_LDADD = $(tests_linked_ldadd)
 tests_threadexit_LDFLAGS = $(tests_linked_ldflags)
 TESTS += tests/threadexit
-# Expected to fail until src/meta.c reuses freed blocks over 64 KiB (thread
-# states): remove this line with that fix (an XPASS fails the suite).
-XFAIL_TESTS += tests/threadexit
 tests_prefixed_CFLAGS = $(tests_cflags)
 tests_prefixed_SOURCES = tests/prefixed.c $(tests_common)
 tests_prefixed_LDADD = $(tests_linked_ldadd)
