@@ -16,7 +16,7 @@ fuzz_bins = $(addprefix tests/fuzz/fuzz-,$(FUZZ_TARGETS))
 
 tests/fuzz/fuzz-%: $(top_srcdir)/tests/fuzz/%.c $(top_srcdir)/tests/fuzz/fuzz.h $(fuzz_lib_sources) config.h
 	@mkdir -p tests/fuzz
-	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(fuzz_lib_sources)
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(fuzz_lib_sources) $(SECCOMP_LIBS)
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(fuzz_bins)
