@@ -24,8 +24,8 @@ extern "C" {
 #define XPFO_API
 #endif
 
-#define XPFO_VERSION_MAJOR 0
-#define XPFO_VERSION_MINOR 1
+/* XPFO_VERSION_MAJOR, _MINOR, _PATCH and XPFO_VERSION_STRING */
+#include "xpfo-version.h"
 
 /* An owner of heap pages.  Opaque. */
 typedef struct xpfo_compartment xpfo_compartment_t;
