@@ -71,15 +71,23 @@ static inline int free_fill(void) { return opt.junk ? 0xdf : 0; }
  * now: with a key, the thread's rights are widened for the moment (no
  * syscall, nobody else gains anything); a closed compartment on the mprotect
  * backend is read and written through /proc/self/mem, which needs no
- * protection change, so no other thread ever sees the page open.  The
- * compartment's lock keeps enter, leave and key moves out meanwhile. */
+ * protection change, so no other thread ever sees the page open.  Without
+ * /proc/self/mem the slot's pages are moved to an address nobody knows,
+ * opened there, and moved back closed (os_move_out): they are never
+ * reachable at their own address.  If even that fails, the checks on the
+ * slot are skipped (counted in touches_skipped) and a write it needs is
+ * fatal.  The compartment's lock keeps enter, leave, grants, walks and key
+ * moves out meanwhile, and no thread is inside a closed compartment. */
 struct touch {
 	struct xpfo_compartment *c;
 	bool indirect;        /* through /proc/self/mem */
-	bool opened;          /* fallback: the pages were opened for the moment */
+	bool moved;           /* fallback: the pages were moved away and opened */
+	bool skipped;         /* neither worked: checks skipped, writes fatal */
 	bool rights;          /* pkeys: the thread's rights were widened */
+	int err;              /* skipped: why */
 	uintptr_t a;
 	size_t len;
+	ptrdiff_t delta;      /* moved: where the slot is now, less where it was */
 	uint64_t saved;
 };
 
@@ -90,10 +98,29 @@ static inline bool touch_direct(const struct tstate *t, uint16_t owner)
 	return owner == comp_root.id || (t->heap->comp->id == owner && !t->borrowed && t->depth);
 }
 
+/* No /proc/self/mem: move the slot's pages away and open them there. */
+static void touch_move(struct touch *x, void *p, size_t n)
+{
+	x->a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
+	x->len = align_up((uintptr_t)p + n, PAGE_SIZE) - x->a;
+	void *t;
+	int e = os_move_out((void *)x->a, x->len, OS_RW, &t);
+	if (e) {
+		x->skipped = true;
+		x->err = e;
+		stat_inc(touches_skipped);
+		return;
+	}
+	x->moved = true;
+	x->delta = (char *)t - (char *)x->a;
+	stat_inc(grant_syscalls);
+}
+
 static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	x->c = NULL;
-	x->indirect = x->opened = x->rights = false;
+	x->indirect = x->moved = x->skipped = x->rights = false;
+	x->delta = 0;
 	if (touch_direct(t, owner))
 		return;
 	struct xpfo_compartment *c = comp_table[owner];
@@ -115,13 +142,7 @@ static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void 
 		x->indirect = true;
 		return;
 	}
-	/* no /proc/self/mem: open the pages for the moment (a window in which
-	 * other threads could reach them; docs/security.md) */
-	x->a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
-	x->len = align_up((uintptr_t)p + n, PAGE_SIZE) - x->a;
-	if (os_protect_key((void *)x->a, x->len, OS_RW, key_plain()))
-		xpfo_fatal("cannot reach a slot of compartment \"%s\"", c->name);
-	x->opened = true;
+	touch_move(x, p, n);
 }
 
 static inline void touch_end(struct touch *x)
@@ -130,35 +151,46 @@ static inline void touch_end(struct touch *x)
 		return;
 	if (x->rights)
 		arch_pkey_reg_write((arch_pkey_reg_t)x->saved);
-	if (x->opened) {
-		os_protect_key((void *)x->a, x->len, OS_NONE, key_revoked());
-		stat_inc(grant_syscalls);
+	if (x->moved) {
+		int e = os_move_back((void *)(x->a + x->delta), (void *)x->a, x->len);
+		if (e)
+			xpfo_fatal("cannot move a slot of compartment \"%s\" back to %p (errno %d)",
+				   x->c->name, (void *)x->a, (long)e);
 		stat_inc(revoke_syscalls);
 	}
-	if (x->c)
-		pthread_mutex_unlock(&x->c->lock);
+	pthread_mutex_unlock(&x->c->lock);
+}
+
+static __attribute__((noinline, cold)) void touch_fatal(struct touch *x, const char *what)
+{
+	xpfo_fatal("cannot %s a slot of compartment \"%s\": no /proc/self/mem and its pages "
+		   "cannot be moved (errno %d)", what, x->c->name, (long)x->err);
 }
 
 static void t_read(struct touch *x, const void *p, void *buf, size_t n)
 {
 	if (!x->indirect)
-		memcpy(buf, p, n);
+		memcpy(buf, (const char *)p + x->delta, n);
 	else if (os_mem_read(p, buf, n))
 		xpfo_fatal("cannot read a slot of compartment \"%s\"", x->c->name);
 }
 
 static void t_write(struct touch *x, void *p, const void *buf, size_t n)
 {
+	if (unlikely(x->skipped))
+		touch_fatal(x, "write");
 	if (!x->indirect)
-		memcpy(p, buf, n);
+		memcpy((char *)p + x->delta, buf, n);
 	else if (os_mem_write(p, buf, n))
 		xpfo_fatal("cannot write a slot of compartment \"%s\"", x->c->name);
 }
 
 static void t_fill(struct touch *x, void *p, int byte, size_t n)
 {
+	if (unlikely(x->skipped))
+		touch_fatal(x, "write");
 	if (!x->indirect) {
-		memset(p, byte, n);
+		memset((char *)p + x->delta, byte, n);
 		return;
 	}
 	unsigned char buf[1024];
@@ -167,15 +199,18 @@ static void t_fill(struct touch *x, void *p, int byte, size_t n)
 		t_write(x, (char *)p + at, buf, n - at < sizeof buf ? n - at : sizeof buf);
 }
 
-/* Offset of the first byte of p[0..n) that is not `byte`, or n. */
+/* Offset of the first byte of p[0..n) that is not `byte`, or n (also when
+ * the slot cannot be read: the check is skipped). */
 static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 {
+	if (x->skipped)
+		return n;
 	unsigned char buf[1024];
 	for (size_t at = 0; at < n; at += sizeof buf) {
 		size_t k = n - at < sizeof buf ? n - at : sizeof buf;
-		const unsigned char *b = (const unsigned char *)p + at;
+		const unsigned char *b = (const unsigned char *)p + at + x->delta;
 		if (x->indirect) {
-			t_read(x, b, buf, k);
+			t_read(x, (const unsigned char *)p + at, buf, k);
 			b = buf;
 		}
 		for (size_t i = 0; i < k; i++)
@@ -264,7 +299,7 @@ static inline bool slab_quiet(struct slab *s)
 static void slab_retire(struct tstate *t, struct slab *s)
 {
 	size_t np = classes[s->cls].npages + s->guard;
-	unsigned flags = s->guard ? RF_GUARDED : 0;
+	unsigned flags = (s->guard ? RF_GUARDED : 0) | RF_CLASS(s->cls);
 	uintptr_t base = s->base;
 	uint16_t owner = s->owner;
 	pthread_mutex_lock(&heap_lock);
@@ -601,6 +636,16 @@ struct blk {
 	uint32_t slot;
 };
 
+/* Was a a slot's start in the retired slab that page (entry value v) was
+ * part of?  Its slots were all free when it was retired. */
+static bool retired_slot(uintptr_t a, uintptr_t page, uint32_t v)
+{
+	const struct size_class *k = &classes[PG_INFO_CLASS(v)];
+	uintptr_t off = a - (page - ((uintptr_t)PG_INFO_INDEX(v) << PAGE_SHIFT));
+	uint32_t i = (uint32_t)((off * k->recip) >> 32);
+	return i < k->nslots && (uintptr_t)i * k->size == off;
+}
+
 static enum blk_status classify(uintptr_t a, struct blk *b)
 {
 	b->guarded = 0;
@@ -622,14 +667,18 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 			return a == base ? BLK_FREED : BLK_NOT_BLOCK;
 		return a == base ? BLK_OK : BLK_INTERIOR;
 	}
-	if (kind != SEG_PAGES_K) {
-		/* a segment back in the pool: a page-aligned pointer into it
-		 * was a block's start (blocks of the pool's segments are runs) */
-		b->base = a;
-		return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
-	}
 	uint32_t e = page_entry(sg, a);
 	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
+	if (kind != SEG_PAGES_K) {
+		/* a segment back in the pool: one that held slabs (its sticky
+		 * tag is a class) keeps the entries of its retired slabs;
+		 * otherwise a page-aligned pointer into it was a run's start */
+		b->base = a;
+		if (kind == SEG_UNUSED && sg->tag && sg->tag <= NCLASSES && PG_TYPE(e) == PG_FREE &&
+		    PG_INFO_CLASS(PG_VAL(e)) == sg->tag - 1)
+			return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
+		return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
+	}
 	switch (PG_TYPE(e)) {
 	case PG_SLAB: {
 		struct slab *s = &slab_table[PG_VAL(e)];
@@ -676,7 +725,10 @@ static enum blk_status classify(uintptr_t a, struct blk *b)
 	default: /* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD */
 		b->kind = BK_LARGE;
 		b->base = page;
-		b->usable = b->span = (size_t)PG_VAL(e) << PAGE_SHIFT;
+		b->usable = b->span = (size_t)PG_RUN_PAGES(PG_VAL(e)) << PAGE_SHIFT;
+		if ((PG_TYPE(e) == PG_FREE || PG_TYPE(e) == PG_PENDING) &&
+		    PG_INFO_CLASS(PG_VAL(e)) >= 0)
+			return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
 		return a == page && PG_TYPE(e) != PG_GUARD ? BLK_FREED : BLK_NOT_BLOCK;
 	}
 }
@@ -717,6 +769,8 @@ static __attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls)
 
 static inline void canary_check_x(struct touch *x, const struct slab *s, void *p)
 {
+	if (x->skipped)
+		return;
 	uint64_t c;
 	t_read(x, (char *)p + classes[s->cls].size - canary_bytes, &c, sizeof c);
 	if (unlikely(c != s->canary))
@@ -961,7 +1015,8 @@ void heap_free_checked(void *p, size_t size, size_t align)
 				c++;
 		got = c < NCLASSES ? classes[c].size : 0;
 	} else {
-		got = align_up(size, PAGE_SIZE);
+		/* heap_aligned serves size 0 with a large alignment one page */
+		got = align_up(size || align <= 16 ? size : 1, PAGE_SIZE);
 	}
 	if (got != want)
 		xpfo_fatal("sized free of %p with size %z: the block has size class %z (compartment \"%s\")",
@@ -978,6 +1033,60 @@ size_t heap_usable(const void *p)
 	return b.usable;
 }
 
+/* Resize a page run or huge block of the caller's compartment where it
+ * is; false: it must move. */
+static bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
+{
+	size_t np = b->usable >> PAGE_SHIFT;
+	size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
+	if (nnp == np)
+		return true;
+	if (b->kind == BK_LARGE && nnp < np && nnp > 0 &&
+	    (!b->guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
+					   key_revoked()) == 0)) {
+		/* shrink in place: the tail goes to the gather (with a
+		 * guard, its first page becomes the new guard and the old
+		 * guard ends the freed tail) */
+		pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b->owner);
+		stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
+		if (b->guarded) {
+			stat_inc(revoke_syscalls);
+			pages_set_run(a + (nnp << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), b->owner);
+			stat_inc(live_guards); /* the old one leaves with the tail */
+			if (np - nnp > 0)
+				revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b->owner, RK_RUN,
+					   RF_GUARDED);
+		} else {
+			revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner, RK_RUN, 0);
+		}
+		return true;
+	}
+	if (b->kind == BK_LARGE && !b->guarded && size <= LARGE_MAX &&
+	    pages_grow_in_place(a, np, nnp)) {
+		pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b->owner);
+		stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
+		return true;
+	}
+	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large;
+	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
+		return false;
+	if (nnp > np && grant(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
+		return false;
+	if (nnp < np) {
+		if (os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), (np - nnp) << PAGE_SHIFT, OS_NONE,
+				   key_revoked()))
+			return false;
+		stat_inc(revoke_syscalls);
+	}
+	b->seg->huge_pages = (uint32_t)nnp;
+	stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
+	return true;
+}
+
+/* realloc is free + malloc in the caller's compartment: a block stays
+ * where it is only when it is the caller's compartment's own; one of
+ * another compartment moves, read like free reads it (struct touch: a
+ * closed compartment's pages through /proc/self/mem, never opened). */
 void *heap_realloc(struct tstate *t, void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p;
@@ -985,69 +1094,25 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	enum blk_status stt = classify(a, &b);
 	if (stt != BLK_OK)
 		misuse("realloc", a, stt, &b);
-	if (b.kind == BK_SMALL) {
-		if (canary_bytes)
-			canary_check(b.s, p);
-		if (size <= SMALL_MAX - canary_bytes && size_to_class(size + canary_bytes) == b.s->cls) {
-			stat_inc(reallocs_in_place);
-			return p;
-		}
-	} else if (size > SMALL_MAX - canary_bytes) {
-		size_t np = b.usable >> PAGE_SHIFT;
-		size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
-		if (nnp == np) {
-			stat_inc(reallocs_in_place);
-			return p;
-		}
-		if (b.kind == BK_LARGE && nnp < np && nnp > 0 &&
-		    (!b.guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
-						  key_revoked()) == 0)) {
-			/* shrink in place: the tail goes to the gather (with a
-			 * guard, its first page becomes the new guard and the old
-			 * guard ends the freed tail) */
-			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b.owner);
-			stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
-			if (b.guarded) {
-				stat_inc(revoke_syscalls);
-				pages_set_run(a + (nnp << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), b.owner);
-				stat_inc(live_guards); /* the old one leaves with the tail */
-				if (np - nnp > 0)
-					revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b.owner, RK_RUN,
-						   RF_GUARDED);
-			} else {
-				revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b.owner, RK_RUN, 0);
-			}
-			stat_inc(reallocs_in_place);
-			return p;
-		}
-		if (b.kind == BK_LARGE && !b.guarded && size <= LARGE_MAX &&
-		    pages_grow_in_place(a, np, nnp)) {
-			pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b.owner);
-			stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
-			stat_inc(reallocs_in_place);
-			return p;
-		}
-		size_t room = (size_t)b.seg->nsegs * SEG_PAGES - opt.guard_large;
-		if (b.kind == BK_HUGE && nnp <= room && nnp > np / 2) {
-			if (nnp > np && grant(comp_table[b.owner], a + (np << PAGE_SHIFT),
-					      (nnp - np) << PAGE_SHIFT))
-				goto move;
-			if (nnp < np && os_protect_key((void *)(a + (nnp << PAGE_SHIFT)),
-						       (np - nnp) << PAGE_SHIFT, OS_NONE, key_revoked()) == 0)
-				stat_inc(revoke_syscalls);
-			else if (nnp < np)
-				goto move;
-			b.seg->huge_pages = (uint32_t)nnp;
-			stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
-			stat_inc(reallocs_in_place);
-			return p;
-		}
+	struct touch x;
+	if (b.kind == BK_SMALL && canary_bytes) {
+		touch_begin(&x, t, b.owner, p, b.span);
+		canary_check_x(&x, b.s, p);
+		touch_end(&x);
 	}
-move:;
+	bool small = size <= SMALL_MAX - canary_bytes;
+	if (b.owner == t->heap->comp->id &&
+	    (b.kind == BK_SMALL ? small && size_to_class(size + canary_bytes) == b.s->cls
+				: !small && realloc_in_place(t, a, &b, size))) {
+		stat_inc(reallocs_in_place);
+		return p;
+	}
 	void *q = heap_malloc(t, size);
 	if (!q)
 		return NULL;
-	memcpy(q, p, b.usable < size ? b.usable : size);
+	touch_begin(&x, t, b.owner, p, b.usable);
+	t_read(&x, p, q, b.usable < size ? b.usable : size);
+	touch_end(&x);
 	heap_free(p);
 	return q;
 }

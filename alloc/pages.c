@@ -283,6 +283,17 @@ void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t 
 	}
 }
 
+void pages_set_retired(uintptr_t addr, size_t npages, unsigned cls, uint16_t owner)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
+	for (size_t k = 0; k < npages; k++) {
+		uint32_t v = (k ? 0 : (uint32_t)npages) | PG_SLAB_INFO(cls, k);
+		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_PENDING, v), __ATOMIC_RELEASE);
+	}
+}
+
 /* Mark pages [i, i+n) of a carved segment clean (heap_lock held). */
 static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 {
@@ -294,6 +305,13 @@ static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 /* Purge whole segments being released, then return them to the pool. */
 void segs_release(size_t *idx, size_t n)
 {
+	/* sorted, so that neighbours coalesce into one remap */
+	for (size_t a = 1; a < n; a++)
+		for (size_t b = a; b > 0 && idx[b - 1] > idx[b]; b--) {
+			size_t t = idx[b];
+			idx[b] = idx[b - 1];
+			idx[b - 1] = t;
+		}
 	for (size_t k = 0; k < n;) {
 		size_t j = k + 1;
 		while (j < n && idx[j] == idx[j - 1] + 1)
@@ -323,10 +341,9 @@ void segs_release(size_t *idx, size_t n)
 	}
 }
 
-/* Queue segment i for release (heap_lock held; may drop it to purge). */
-static void rel_push(size_t *rel, size_t *nrel, size_t i)
+void segs_queue(size_t *rel, size_t *nrel, size_t i)
 {
-	if (*nrel == 64) {
+	if (*nrel == SEGS_QUEUE_MAX) {
 		pthread_mutex_unlock(&heap_lock);
 		segs_release(rel, *nrel);
 		*nrel = 0;
@@ -337,7 +354,7 @@ static void rel_push(size_t *rel, size_t *nrel, size_t i)
 
 void pages_release(const struct range *r, unsigned n)
 {
-	size_t rel[64];
+	size_t rel[SEGS_QUEUE_MAX];
 	size_t nrel = 0;
 	uint32_t serial = (uint32_t)flush_serial();
 	pthread_mutex_lock(&heap_lock);
@@ -355,14 +372,17 @@ void pages_release(const struct range *r, unsigned n)
 			for (size_t m = 0; m < nsegs; m++) {
 				s[m].releasing = 1;
 				s[m].owner = 0;
-				rel_push(rel, &nrel, seg_index(s) + m);
+				segs_queue(rel, &nrel, seg_index(s) + m);
 			}
 			continue;
 		}
 		size_t i = (r[k].addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
 		for (size_t m = 0; m < r[k].npages; m++) {
+			/* a retired slab's page keeps what it was (double free reports) */
+			uint32_t was = s->page[i + m];
+			uint32_t info = PG_TYPE(was) == PG_PENDING ? PG_VAL(was) & PG_INFO_MASK : 0;
 			__atomic_store_n(&s->aux[i + m], serial, __ATOMIC_RELAXED);
-			__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, 0), __ATOMIC_RELEASE);
+			__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, info), __ATOMIC_RELEASE);
 		}
 		bit_fill(s->free_map, i, r[k].npages, true);
 		if (r[k].purged)
@@ -377,50 +397,89 @@ void pages_release(const struct range *r, unsigned n)
 				seg_list_del(c, s);
 			s->releasing = 1;
 			s->owner = 0;
-			rel_push(rel, &nrel, seg_index(s));
+			segs_queue(rel, &nrel, seg_index(s));
 		}
 	}
 	pthread_mutex_unlock(&heap_lock);
-	if (nrel) {
-		/* sort for coalescing */
-		for (size_t a = 1; a < nrel; a++)
-			for (size_t b = a; b > 0 && rel[b - 1] > rel[b]; b--) {
-				size_t t = rel[b];
-				rel[b] = rel[b - 1];
-				rel[b - 1] = t;
-			}
+	if (nrel)
 		segs_release(rel, nrel);
-	}
 }
 
+/* Free pages that are not clean hold their segment owner's old bytes (a
+ * run of any other owner is purged when it is freed, and a segment changes
+ * hands only purged): a run of another owner growing over them needs fresh
+ * frames. */
 bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
 	size_t extra = new_npages - npages;
+	uintptr_t more = addr + (npages << PAGE_SHIFT);
+	uint16_t owner = page_owner(s, addr);
 	if (s->kind != SEG_PAGES_K || i + new_npages > SEG_PAGES)
 		return false;
 	pthread_mutex_lock(&heap_lock);
 	bool ok = bit_next(s->free_map, i + npages, i + new_npages, false) == i + new_npages;
-	if (ok)
-		seg_take_pages(s, i + npages, extra, page_owner(s, addr));
+	bool fresh = ok && (seg_take_pages(s, i + npages, extra, owner) || owner == s->owner);
 	pthread_mutex_unlock(&heap_lock);
 	if (!ok)
 		return false;
-	uint16_t owner = page_owner(s, addr);
-	if (grant(comp_table[owner], addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
-		/* could not open them: hand them straight back (never opened) */
-		struct range r = { addr + (npages << PAGE_SHIFT), (uint32_t)extra, owner, RK_RUN,
-				   0, 0, 0, s->gen, 0, 0 };
-		pages_release(&r, 1);
+	struct range r = { more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
+	if (!fresh) {
+		if (os_purge((void *)more, extra << PAGE_SHIFT)) {
+			pages_release(&r, 1); /* never opened: back as they were */
+			return false;
+		}
+		stat_inc(purges);
+		stat_add(pages_purged, extra);
+		r.purged = 1;
+	}
+	if (grant(comp_table[owner], more, extra << PAGE_SHIFT)) {
+		pages_release(&r, 1); /* could not open them: straight back */
 		return false;
 	}
 	return true;
 }
 
-/* Release every retained free page of every carved segment (malloc_trim).
- * The purge runs under heap_lock: a page taken by another thread right after
- * an unlock could otherwise be zeroed under its new owner. */
+/* Pages [p, q) of s could not be purged while s changes hands: they hold
+ * the old owner's bytes, so they leave the free map for good (heap_lock
+ * held). */
+static void seg_quarantine_free(struct segment *s, size_t p, size_t q, int err)
+{
+	bit_fill(s->free_map, p, q - p, false);
+	s->free_pages -= (uint32_t)(q - p);
+	pages_set_run(seg_addr(s) + (p << PAGE_SHIFT), q - p, PG_MAKE(PG_QUAR, q - p), s->owner);
+	stat_inc(revoke_failures);
+	stat_add(pages_quarantined, q - p);
+	xpfo_warn("cannot purge %u free pages at %p changing owner (error %d): quarantined",
+		  (unsigned long)(q - p), (void *)(seg_addr(s) + (p << PAGE_SHIFT)), (long)err);
+}
+
+/* Purge the retained (free, not clean) pages of carved segment s, under
+ * heap_lock: a page taken by another thread right after an unlock could be
+ * zeroed under its new owner.  With `handover` s is about to change hands:
+ * a page that cannot be purged is quarantined, never handed over. */
+void seg_purge_retained(struct segment *s, bool handover)
+{
+	uint64_t want[SEG_WORDS];
+	for (size_t w = 0; w < SEG_WORDS; w++)
+		want[w] = s->free_map[w] & ~s->clean_map[w];
+	size_t p = 0;
+	while ((p = bit_next(want, p, SEG_PAGES, true)) < SEG_PAGES) {
+		size_t q = bit_next(want, p, SEG_PAGES, false);
+		int e = os_purge((void *)(seg_addr(s) + (p << PAGE_SHIFT)), (q - p) << PAGE_SHIFT);
+		if (!e) {
+			stat_inc(purges);
+			stat_add(pages_purged, q - p);
+			seg_mark_clean(s, p, q - p);
+		} else if (handover) {
+			seg_quarantine_free(s, p, q, e);
+		}
+		p = q;
+	}
+}
+
+/* Release every retained free page of every carved segment (malloc_trim). */
 void pages_purge_all(void)
 {
 	for (size_t i = 0; i < heap_nsegs; i++) {
@@ -430,22 +489,8 @@ void pages_purge_all(void)
 		}
 		pthread_mutex_lock(&heap_lock);
 		struct segment *s = &seg_table[i];
-		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing) {
-			uint64_t want[SEG_WORDS];
-			for (size_t w = 0; w < SEG_WORDS; w++)
-				want[w] = s->free_map[w] & ~s->clean_map[w];
-			size_t p = 0;
-			while ((p = bit_next(want, p, SEG_PAGES, true)) < SEG_PAGES) {
-				size_t q = bit_next(want, p, SEG_PAGES, false);
-				uintptr_t a = seg_addr(s) + (p << PAGE_SHIFT);
-				if (!os_purge((void *)a, (q - p) << PAGE_SHIFT)) {
-					stat_inc(purges);
-					stat_add(pages_purged, q - p);
-					seg_mark_clean(s, p, q - p);
-				}
-				p = q;
-			}
-		}
+		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing)
+			seg_purge_retained(s, false);
 		pthread_mutex_unlock(&heap_lock);
 	}
 }

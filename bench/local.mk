@@ -35,6 +35,12 @@ bench_xb_micro_xpfo_LDFLAGS = -no-install
 
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/README.md bench/run.py bench/smoke.sh \
+	bench/xpfobench/__init__.py bench/xpfobench/allocators.py \
+	bench/xpfobench/procs.py bench/xpfobench/counters.py \
+	bench/xpfobench/benches.py bench/xpfobench/measure.py \
+	bench/xpfobench/machine.py bench/xpfobench/suite.py \
+	bench/xpfobench/summary.py bench/xpfobench/report.py \
+	bench/xpfobench/plots.py bench/xpfobench/baseline.py \
 	bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
 	bench/programs/sqlite-query.sql bench/results/baseline-quick.json
 # The measured results the READMEs show.

@@ -5,8 +5,9 @@
 # allocator that is installed; redis, git and python left out) into a
 # temporary directory and checks what it wrote: the Markdown report with a
 # time and a peak-RSS row for every workload, numbers in the glibc column,
-# the JSON with positive times, syscall counts from the strace run, and the
-# PNG plots when gnuplot is installed.  No timing is asserted.
+# the JSON with positive times, syscall counts from the strace run, xpfo's
+# counters (read from its stats=json output), and the PNG plots when gnuplot
+# is installed.  No timing is asserted.
 #
 # Exit: 0 pass, 77 skip (no python3), 99 the harness is not built, 1 fail.
 
@@ -72,6 +73,11 @@ if shutil.which("strace"):
     sc = data["profiles"].get("larson", {}).get("glibc", {}).get("syscalls", {})
     if not sc.get("mmap"):
         bad.append("strace profile of larson under glibc counted no mmap")
+if "xpfo" in allocs:
+    # xpfo's counters, from the stats=json object of each process
+    xp = data["profiles"].get("larson", {}).get("xpfo", {}).get("xpfo") or {}
+    if xp.get("processes", 0) < 1 or not xp.get("backend") or "revoke_syscalls" not in xp:
+        bad.append("profile of larson under xpfo: xpfo's counters not read: %r" % xp)
 if shutil.which("gnuplot") and len(allocs) > 1:
     for png in ("time_ratio.png", "rss_ratio.png"):
         p = os.path.join(out, png)

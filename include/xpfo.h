@@ -155,6 +155,8 @@ struct xpfo_stats {
 	uint64_t compartment_switches; /* xpfo_enter and xpfo_leave calls */
 	uint64_t live_guards;         /* now: guard pages after live slabs and runs */
 	uint64_t guards_skipped;      /* guards not made: too many live, or over the VMA budget */
+	uint64_t touches_skipped;     /* hardening checks skipped on a closed compartment's slot:
+					 no /proc/self/mem and its pages could not be moved */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,
@@ -163,6 +165,10 @@ struct xpfo_stats {
 XPFO_API int xpfo_stats_get(struct xpfo_stats *out, size_t size);
 /* Write the counters as text to fd (no allocation). */
 XPFO_API void xpfo_stats_print(int fd);
+/* Write the counters to fd as one line holding one JSON object: every field
+ * above by name (the class arrays as arrays), plus the backend, why it was
+ * chosen, and the revoke mode (no allocation). */
+XPFO_API void xpfo_stats_print_json(int fd);
 
 #ifdef __cplusplus
 }

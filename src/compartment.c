@@ -626,9 +626,105 @@ static void collect_owned(struct destroy_list *dl, struct segment *s, uint16_t i
 	}
 }
 
+/* A huge allocation of the destroyed compartment: all its segments go back
+ * (heap_lock held; segs_queue may drop it, so the segments are marked
+ * first). */
+static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
+{
+	uint32_t n = s->nsegs;
+	stat_sub(mapped_pages, s->huge_pages);
+	stat_sub(resident_pages, s->huge_pages);
+	for (uint32_t k = 0; k < n; k++) {
+		s[k].releasing = 1;
+		s[k].owner = 0;
+		s[k].gen++;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		segs_queue(rel, nrel, seg_index(s) + k);
+}
+
+/* A segment the destroyed compartment carved (heap_lock held): released
+ * whole, or, when it holds runs given to others, kept and carved by root
+ * from now on.  Its free pages then change owner: the retained ones are
+ * purged first (the queued ones are purged by their flush, as their owner
+ * is no longer the segment's), so root never gets c's bytes. */
+static void destroy_carved(struct xpfo_compartment *c, struct segment *s, struct destroy_list *dl,
+			   size_t *rel, size_t *nrel)
+{
+	uintptr_t base = seg_addr(s);
+	size_t foreign = 0, mine = 0;
+	for (size_t p = 0; p < SEG_PAGES; p++) {
+		uint32_t e = s->page[p];
+		unsigned t = PG_TYPE(e);
+		if (t == PG_FREE)
+			continue;
+		if (s->aux[p] != c->id && t != PG_QUAR) {
+			foreign++;
+			continue;
+		}
+		mine++;
+		if (t == PG_SLAB) {
+			struct slab *sl = &slab_table[PG_VAL(e)];
+			if (sl->base == base + (p << PAGE_SHIFT))
+				slab_meta_free(sl);
+		}
+	}
+	if (!foreign) {
+		size_t dirty = SEG_PAGES;
+		for (size_t w = 0; w < SEG_WORDS; w++)
+			dirty -= (size_t)__builtin_popcountll(s->clean_map[w]);
+		stat_sub(mapped_pages, mine);
+		stat_sub(resident_pages, dirty);
+		s->releasing = 1;
+		s->owner = 0;
+		s->gen++;
+		segs_queue(rel, nrel, seg_index(s));
+		return;
+	}
+	collect_owned(dl, s, c->id);
+	s->owner = comp_root.id;
+	seg_purge_retained(s, true);
+	seg_list_add(&comp_root, s);
+}
+
+/* Revoke the destroyed compartment's runs that sit among other owners'
+ * pages, then hand them back with fresh frames.  A run that cannot be
+ * revoked is left as it is; one that cannot be purged is quarantined: its
+ * pages change owner and still hold c's bytes. */
+static void destroy_runs(struct destroy_list *dl)
+{
+	for (unsigned i = 0; i < dl->n; i++) {
+		struct range *r = &dl->r[i];
+		size_t len = (size_t)r->npages << PAGE_SHIFT;
+		if (os_protect_key((void *)r->addr, len, OS_NONE, key_revoked())) {
+			r->npages = 0; /* never reused */
+			continue;
+		}
+		stat_inc(revoke_syscalls);
+		stat_add(pages_revoked, r->npages);
+		if (os_purge((void *)r->addr, len) == 0) {
+			stat_inc(purges);
+			stat_add(pages_purged, r->npages);
+			continue;
+		}
+		pthread_mutex_lock(&heap_lock);
+		if (seg_of(r->addr)->gen == r->gen)
+			pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
+		pthread_mutex_unlock(&heap_lock);
+		stat_inc(revoke_failures);
+		stat_add(pages_quarantined, r->npages);
+		r->npages = 0;
+	}
+	unsigned m = 0;
+	for (unsigned i = 0; i < dl->n; i++)
+		if (dl->r[i].npages)
+			dl->r[m++] = dl->r[i];
+	pages_release(dl->r, m);
+}
+
 void comp_destroy_pages(struct xpfo_compartment *c)
 {
-	size_t rel[64];
+	size_t rel[SEGS_QUEUE_MAX];
 	size_t nrel = 0;
 	struct destroy_list dl = { NULL, 0, 0 };
 	pthread_mutex_lock(&heap_lock);
@@ -639,52 +735,10 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 	while (c->segs) {
 		struct segment *s = c->segs;
 		seg_list_del(c, s);
-		if (s->kind == SEG_HUGE) {
-			stat_sub(mapped_pages, s->huge_pages);
-			stat_sub(resident_pages, s->huge_pages);
-			for (uint32_t k = 0; k < s->nsegs; k++) {
-				s[k].releasing = 1;
-				s[k].owner = 0;
-				s[k].gen++;
-				if (nrel < 64)
-					rel[nrel++] = seg_index(s) + k;
-			}
-			continue;
-		}
-		uintptr_t base = seg_addr(s);
-		size_t foreign = 0, mine = 0;
-		for (size_t p = 0; p < SEG_PAGES; p++) {
-			uint32_t e = s->page[p];
-			unsigned t = PG_TYPE(e);
-			if (t == PG_FREE)
-				continue;
-			if (s->aux[p] != c->id && t != PG_QUAR) {
-				foreign++;
-				continue;
-			}
-			mine++;
-			if (t == PG_SLAB) {
-				struct slab *sl = &slab_table[PG_VAL(e)];
-				if (sl->base == base + (p << PAGE_SHIFT))
-					slab_meta_free(sl);
-			}
-		}
-		if (!foreign && nrel < 64) {
-			size_t dirty = SEG_PAGES;
-			for (size_t w = 0; w < SEG_WORDS; w++)
-				dirty -= (size_t)__builtin_popcountll(s->clean_map[w]);
-			stat_sub(mapped_pages, mine);
-			stat_sub(resident_pages, dirty);
-			s->releasing = 1;
-			s->owner = 0;
-			s->gen++;
-			rel[nrel++] = seg_index(s);
-		} else {
-			/* it holds runs given to others: it stays, carved by root */
-			collect_owned(&dl, s, c->id);
-			s->owner = comp_root.id;
-			seg_list_add(&comp_root, s);
-		}
+		if (s->kind == SEG_HUGE)
+			destroy_huge(s, rel, &nrel);
+		else
+			destroy_carved(c, s, &dl, rel, &nrel);
 	}
 	if (c->nxsegs <= COMP_XSEGS) {
 		for (unsigned i = 0; i < c->nxsegs; i++)
@@ -698,37 +752,11 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 	memset(c->abandoned, 0, sizeof c->abandoned);
 	c->nxsegs = 0;
 	pthread_mutex_unlock(&heap_lock);
-
-	/* revoke, then hand back: whole segments with fresh mappings... */
-	for (size_t a = 1; a < nrel; a++)
-		for (size_t b = a; b > 0 && rel[b - 1] > rel[b]; b--) {
-			size_t x = rel[b];
-			rel[b] = rel[b - 1];
-			rel[b - 1] = x;
-		}
+	/* revoke, then hand back: whole segments with fresh mappings, and the
+	 * runs that sit among other owners' pages */
 	if (nrel)
 		segs_release(rel, nrel);
-	/* ...and the runs that sit among other owners' pages */
-	for (unsigned i = 0; i < dl.n; i++) {
-		size_t len = (size_t)dl.r[i].npages << PAGE_SHIFT;
-		if (os_protect_key((void *)dl.r[i].addr, len, OS_NONE, key_revoked()) == 0) {
-			stat_inc(revoke_syscalls);
-			stat_add(pages_revoked, dl.r[i].npages);
-			if (os_purge((void *)dl.r[i].addr, len) == 0) {
-				stat_inc(purges);
-				stat_add(pages_purged, dl.r[i].npages);
-			} else {
-				dl.r[i].purged = 0;
-			}
-		} else {
-			dl.r[i].npages = 0; /* left as it is: never reused */
-		}
-	}
-	unsigned m = 0;
-	for (unsigned i = 0; i < dl.n; i++)
-		if (dl.r[i].npages)
-			dl.r[m++] = dl.r[i];
-	pages_release(dl.r, m);
+	destroy_runs(&dl);
 	if (dl.r)
 		meta_free(dl.r, dl.cap * sizeof *dl.r);
 }

@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,6 +44,50 @@ static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
 
+/* The smallest heap tried when the asked one does not fit: 256 segments. */
+#define MIN_RESERVE ((size_t)1 << 30)
+
+/* Reserve the heap and the metadata sized for it.  Under an address-space
+ * limit (ulimit -v) the asked size may not fit: halve it (a power of two,
+ * aligned to itself, as the seccomp rules need) down to MIN_RESERVE, and
+ * say so: quietly (verbose) for the default, a warning for an asked size. */
+static void heap_reserve(void)
+{
+	size_t want = (size_t)opt.reserve_gib << 30, size = want;
+	int e = 0;
+	bool meta = false; /* the last failure was the metadata's */
+	for (; size >= MIN_RESERVE; size /= 2) {
+		void *base;
+		if ((e = os_reserve(size, size, &base))) {
+			meta = false;
+		} else {
+			heap_base = (uintptr_t)base;
+			heap_end = heap_base + size;
+			heap_nsegs = size >> SEG_SHIFT;
+			if (!(e = meta_init()))
+				break;
+			meta = true;
+			os_unmap(base, size);
+		}
+		if (e != ENOMEM)
+			break;
+	}
+	if (e && meta)
+		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
+	if (e)
+		xpfo_fatal("cannot reserve %u GiB for the heap, nor any power of two down to %u GiB "
+			   "(errno %d)", (unsigned long)opt.reserve_gib,
+			   (unsigned long)(MIN_RESERVE >> 30), (long)e);
+	if (size == want)
+		return;
+	if (opt.reserve_given)
+		xpfo_warn("option reserve: %u GiB did not fit in the address space, the heap is %u GiB",
+			  (unsigned long)opt.reserve_gib, (unsigned long)(size >> 30));
+	else
+		xpfo_verbose("%u GiB did not fit in the address space (ulimit -v?): the heap is %u GiB",
+			     (unsigned long)opt.reserve_gib, (unsigned long)(size >> 30));
+}
+
 static void init_core(void)
 {
 	options_init();
@@ -55,16 +100,9 @@ static void init_core(void)
 	}
 	canary_bytes = opt.canary ? 8 : 0;
 	sizeclass_init();
-	size_t size = (size_t)opt.reserve_gib << 30;
-	void *base;
-	int e = os_reserve(size, size, &base);
+	heap_reserve();
+	int e = pages_init();
 	if (e)
-		xpfo_fatal("cannot reserve %u GiB for the heap (errno %d)",
-			   (unsigned long)opt.reserve_gib, (long)e);
-	heap_base = (uintptr_t)base;
-	heap_end = heap_base + size;
-	heap_nsegs = size >> SEG_SHIFT;
-	if ((e = meta_init()) || (e = pages_init()))
 		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
 	pkeys_init();
 	if (seal_meta) {
@@ -89,7 +127,7 @@ static void init_core(void)
 	if (opt.seal && os_protect(&xpfo_sealed, sizeof xpfo_sealed, OS_READ))
 		xpfo_warn("could not seal the global table read-only");
 	xpfo_verbose("heap %p..%p (%u GiB), backend %s, revoke=%s batch=%u, vm.max_map_count %u",
-		     (void *)heap_base, (void *)heap_end, (unsigned long)opt.reserve_gib,
+		     (void *)heap_base, (void *)heap_end, (unsigned long)((heap_end - heap_base) >> 30),
 		     pkeys_on ? "pkeys" : "mprotect", opt.revoke == REVOKE_BATCHED ? "batched"
 		     : opt.revoke == REVOKE_EAGER ? "eager" : "off",
 		     (unsigned long)opt.batch, vma_limit);
@@ -256,5 +294,5 @@ static __attribute__((destructor)) void xpfo_fini(void)
 {
 	XPFO_ENTRY;
 	if (xpfo_ready && opt.stats)
-		xpfo_stats_print(stats_fd >= 0 ? stats_fd : 2);
+		(opt.stats == 2 ? xpfo_stats_print_json : xpfo_stats_print)(stats_fd >= 0 ? stats_fd : 2);
 }

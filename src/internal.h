@@ -61,6 +61,16 @@ enum page_type {
 #define PG_TYPE(e) ((e) >> 28)
 #define PG_VAL(e) ((e) & 0x0fffffffu)
 #define PG_MAKE(t, v) (((uint32_t)(t) << 28) | (uint32_t)(v))
+/* A retired slab's pages, queued (PG_PENDING) and then free (PG_FREE), keep
+ * its class and each page's index in it, so that freeing one of its slots
+ * again still reads as a double free.  Value bits 0-10: the queued run's
+ * pages (its first page), 11-15: the page's index in the slab, 16-21: the
+ * class + 1 (0: not a slab's). */
+#define PG_RUN_PAGES(v) ((v) & 0x7ffu)
+#define PG_SLAB_INFO(cls, idx) ((((uint32_t)(cls) + 1) << 16) | ((uint32_t)(idx) << 11))
+#define PG_INFO_MASK 0x3ff800u
+#define PG_INFO_CLASS(v) ((int)(((v) >> 16) & 0x3f) - 1)
+#define PG_INFO_INDEX(v) (((v) >> 11) & 0x1f)
 
 enum seg_kind { SEG_UNUSED = 0, SEG_PAGES_K = 1, SEG_HUGE = 2, SEG_HUGE_TAIL = 3 };
 
@@ -262,6 +272,8 @@ struct range {
 enum range_kind { RK_RUN, RK_HUGE };
 #define RF_GUARDED 1  /* its last page is a guard (inaccessible) */
 #define RF_SPARE 2    /* granted, never used (a grant chunk's rest) */
+#define RF_CLASS(cls) ((unsigned)((cls) + 1) << 2) /* a retired slab of class cls */
+#define RF_CLASS_OF(f) ((int)((f) >> 2) - 1)
 
 #define GATHER_MAX 4096
 #define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */
@@ -273,6 +285,10 @@ struct gather {
 	unsigned n;                       /* slots used, removed ones included */
 	unsigned live;                    /* runs queued */
 	uint64_t pages;                   /* pages queued */
+	/* frees (and their pages) queued since the last flush, those taken
+	 * back included: what the batch bounds */
+	unsigned frees;
+	uint64_t free_pages;
 	uint32_t destroy_serial;          /* destroy_serial when the first run came */
 	uint16_t head[GATHER_BUCKETS];
 	struct range r[GATHER_MAX];
@@ -379,6 +395,8 @@ void pages_release(const struct range *r, unsigned n);
  * after it are free; returns true with them granted. */
 bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages);
 void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t owner);
+/* Queue the pages of a retired slab of class cls (PG_PENDING with PG_SLAB_INFO). */
+void pages_set_retired(uintptr_t addr, size_t npages, unsigned cls, uint16_t owner);
 /* Owner id of a non-free page of a carved segment. */
 static inline uint16_t page_owner(struct segment *s, uintptr_t p)
 {
@@ -387,10 +405,18 @@ static inline uint16_t page_owner(struct segment *s, uintptr_t p)
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
+/* Purge s's retained free pages (heap_lock held); handover: s changes
+ * hands, and a page whose purge fails is quarantined. */
+void seg_purge_retained(struct segment *s, bool handover);
 void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
 void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
-/* Purge segments idx[0..n) (sorted) and return them to the unused pool. */
+/* Purge segments idx[0..n) and return them to the unused pool (sorts idx). */
 void segs_release(size_t *idx, size_t n);
+/* Add segment i to rel[0..*nrel) (SEGS_QUEUE_MAX entries) for a later
+ * segs_release; a full buffer is released first (heap_lock held, dropped
+ * meanwhile), so no segment is ever left out. */
+#define SEGS_QUEUE_MAX 64
+void segs_queue(size_t *rel, size_t *nrel, size_t i);
 static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
 static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
 

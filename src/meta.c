@@ -12,6 +12,9 @@
 
 #define GUARD PAGE_SIZE
 #define MAX_SLABS ((size_t)1 << 22)
+/* a slab takes a page at least: a small heap needs fewer (less metadata
+ * to reserve under an address-space limit) */
+static size_t max_slabs;
 #define POOL_SIZE ((size_t)1 << 30)
 
 
@@ -32,7 +35,9 @@ static size_t page_round(size_t n) { return align_up(n, PAGE_SIZE); }
 int meta_init(void)
 {
 	size_t seg_bytes = page_round(heap_nsegs * sizeof(struct segment));
-	size_t slab_bytes = page_round(MAX_SLABS * sizeof(struct slab));
+	size_t heap_pages = heap_nsegs * SEG_PAGES;
+	max_slabs = heap_pages < MAX_SLABS ? heap_pages : MAX_SLABS;
+	size_t slab_bytes = page_round(max_slabs * sizeof(struct slab));
 	size_t total = GUARD + seg_bytes + GUARD + slab_bytes + GUARD + POOL_SIZE + GUARD;
 	void *base;
 	int e = os_reserve(total, PAGE_SIZE, &base);
@@ -124,7 +129,7 @@ struct slab *slab_meta_new(void)
 	if (s) {
 		slab_freelist = s->next;
 	} else {
-		if (slab_next == MAX_SLABS)
+		if (slab_next == max_slabs)
 			return NULL;
 		s = &slab_table[slab_next];
 		s->id = (uint32_t)slab_next++;

@@ -55,6 +55,8 @@ static const char *const backend_names[] = { "auto", "mprotect", "pkeys", NULL }
 static const char *const revoke_names[] = { "batched", "eager", "off", NULL };
 static const char *const comp_names[] = { "off", "thread", NULL };
 static const char *const profile_names[] = { "default", "strict", "light", NULL };
+/* an on/off option with more values: a bare "stats" is "stats=1" */
+static const char *const stats_names[] = { "0", "1", "json", NULL };
 
 #define OFF(f) offsetof(struct options, f)
 static const struct opt_desc table[] = {
@@ -64,17 +66,23 @@ static const struct opt_desc table[] = {
 	  "batched: queue revocations per thread and apply them in coalesced batches; "
 	  "eager: apply each at once (the baseline); off: never revoke (measurement only, unsafe)" },
 	{ "batch", T_UINT, OFF(batch), 1, GATHER_MAX_RUNS, NULL,
-	  "freed runs a thread queues before its gather is applied" },
+	  "frees a thread queues before its gather is applied (those taken back by its next "
+	  "malloc count too)" },
 	{ "batch_pages", T_UINT, OFF(batch_pages), 1, 1u << 20, NULL,
-	  "pages a thread queues before its gather is applied" },
+	  "freed pages a thread queues before its gather is applied" },
 	{ "purge", T_ULONG, OFF(purge), 4096, 1ul << 40, NULL,
 	  "bytes: once more than `retain` bytes of revoked pages are resident, revoked spans "
 	  "at least this long are released to the OS (spans of 1 MiB or more always are)" },
 	{ "retain", T_ULONG, OFF(retain), 0, 1ul << 40, NULL,
 	  "bytes of revoked free pages kept resident for reuse" },
-	{ "reserve", T_UINT, OFF(reserve_gib), 1, 65536, NULL,
-	  "GiB of address space reserved for the heap (a power of two)" },
-	{ "stats", T_BOOL, OFF(stats), 0, 1, NULL, "print statistics to stderr at exit" },
+	/* at most 2^45 bytes: the reservation is aligned to its size, and
+	 * 2^46 aligned (mapping size + align for a moment) cannot be placed in
+	 * x86-64's 47-bit user address space */
+	{ "reserve", T_UINT, OFF(reserve_gib), 1, 32768, NULL,
+	  "GiB of address space reserved for the heap (a power of two); a smaller one is "
+	  "taken (with a warning) when it does not fit, as under ulimit -v" },
+	{ "stats", T_ENUM, OFF(stats), 0, 2, stats_names,
+	  "print statistics to stderr at exit: 1 as text, json as one JSON object" },
 	{ "verbose", T_BOOL, OFF(verbose), 0, 1, NULL, "print what xpfo decides at start" },
 	{ "report", T_BOOL, OFF(report), 0, 1, NULL,
 	  "report faults on heap pages (owner, thread, compartment) before the default action" },
@@ -148,6 +156,10 @@ static void apply(const char *key, size_t klen, const char *val, size_t vlen)
 		if (strlen(d->name) != klen || memcmp(d->name, key, klen))
 			continue;
 		unsigned long x;
+		if (d->type == T_ENUM && d->names == stats_names && vlen == 0 && val == key + klen) {
+			set(d, 1);
+			return;
+		}
 		if (d->type == T_ENUM) {
 			for (unsigned j = 0; d->names[j]; j++)
 				if (strlen(d->names[j]) == vlen && !memcmp(d->names[j], val, vlen)) {
@@ -171,6 +183,8 @@ static void apply(const char *key, size_t klen, const char *val, size_t vlen)
 			return;
 		}
 		set(d, x);
+		if (!strcmp(d->name, "reserve"))
+			opt.reserve_given = 1;
 		return;
 	}
 	if (klen == 4 && !memcmp(key, "help", 4)) {

@@ -17,6 +17,7 @@ struct options {
 	unsigned long purge;  /* under retain pressure, spans this long are released */
 	unsigned long retain; /* bytes of revoked pages kept resident for reuse */
 	unsigned reserve_gib; /* heap reservation, GiB (power of two) */
+	unsigned reserve_given; /* reserve= was given: a smaller one is warned about */
 	unsigned stats;       /* print statistics at exit */
 	unsigned verbose;
 	unsigned report;      /* report faults in the heap (SIGSEGV handler) */

@@ -272,21 +272,62 @@ int os_mem_zero(void *addr, size_t n)
 	return 0;
 }
 
+/* The pages' frames move to a new address the kernel picks and nobody else
+ * knows; [addr, addr+size) stays mapped (MREMAP_DONTUNMAP: no hole another
+ * mmap could take), empty and as inaccessible as it was.  Only the moved
+ * range is made prot.  On failure nothing has changed. */
+int os_move_out(void *addr, size_t size, enum os_prot prot, void **out)
+{
+	int e = injected(OS_OP_PURGE);
+	if (e)
+		return e;
+	int saved = errno;
+	stat_inc(mmap_syscalls);
+	void *t = mremap(addr, size, size, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
+	if (t == MAP_FAILED) {
+		e = errno;
+		errno = saved;
+		return e;
+	}
+	if (prot != OS_NONE && mprotect(t, size, prot_bits(prot))) {
+		e = errno;
+		if (os_move_back(t, addr, size))
+			os_abort(); /* cannot happen: the range was just split off */
+		errno = saved;
+		return e;
+	}
+	errno = saved;
+	*out = t;
+	return 0;
+}
+
+int os_move_back(void *t, void *addr, size_t size)
+{
+	int saved = errno, e = 0;
+	if (mprotect(t, size, PROT_NONE) ||
+	    mremap(t, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
+		e = errno;
+	errno = saved;
+	return e;
+}
+
+/* Without /proc/self/mem.  A range that is not readable is moved away to be
+ * read (os_move_out): it never becomes readable at its own address. */
 static int fresh_copy_remap(void *addr, size_t size, bool readable, enum os_prot prot, int key)
 {
 	int e = injected(OS_OP_PROTECT);
 	if (e)
 		return e;
+	void *src = addr;
+	if (!readable && (e = os_move_out(addr, size, OS_READ, &src)))
+		return e;
 	int saved = errno;
-	if (!readable && (key < 0 ? mprotect(addr, size, PROT_READ)
-			  : syscall(SYS_pkey_mprotect, addr, size, PROT_READ, 0)))
-		goto fail;
 	stat_inc(mmap_syscalls);
 	void *tmp = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (tmp == MAP_FAILED)
 		goto restore;
-	memcpy(tmp, addr, size);
+	memcpy(tmp, src, size);
 	if ((prot != OS_RW || key > 0) &&
 	    (key < 0 ? mprotect(tmp, size, prot_bits(prot))
 		     : syscall(SYS_pkey_mprotect, tmp, size, prot_bits(prot), key)))
@@ -294,6 +335,8 @@ static int fresh_copy_remap(void *addr, size_t size, bool readable, enum os_prot
 	/* atomically replaces the old mapping: no moment without one */
 	if (mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		goto unmap;
+	if (src != addr) /* the old frames leave the process */
+		munmap(src, size);
 	errno = saved;
 	return 0;
 unmap:
@@ -302,11 +345,8 @@ unmap:
 	errno = e;
 restore:
 	e = errno;
-	if (!readable)
-		mprotect(addr, size, PROT_NONE);
-	errno = e;
-fail:
-	e = errno;
+	if (src != addr && os_move_back(src, addr, size))
+		os_abort(); /* its contents would be lost */
 	errno = saved;
 	return e;
 }

@@ -38,6 +38,14 @@ int os_remap(void *addr, size_t size, enum os_prot prot);
  * protection prot.  `readable` says whether the range can be read now (else
  * it is made readable for the copy).  The old frames leave the process. */
 int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int key);
+/* Move the frames of [addr, addr+size) (private anonymous, one protection)
+ * to a fresh address *out with protection prot, leaving addr mapped, empty
+ * and inaccessible: the allocator's way to work on pages that must never be
+ * reachable at their own address when /proc/self/mem cannot be used.
+ * os_move_back makes them PROT_NONE and puts them back at addr.  Both
+ * return 0 or an errno (os_move_out: nothing changed). */
+int os_move_out(void *addr, size_t size, enum os_prot prot, void **out);
+int os_move_back(void *t, void *addr, size_t size);
 /* Read or write this process's memory through /proc/self/mem, which
  * ignores page protections and protection keys: for the allocator's own
  * work on pages it must not open to the process (a closed compartment's).

@@ -15,9 +15,10 @@
  * one mprotect per coalesced span.  Each mprotect of a mapping that other
  * CPUs may cache costs a TLB shootdown (measured here: ~11 us for one page
  * with one thread, ~58 us with a second thread running, ~0.5 us per page over
- * a 64-page range), which is what batching saves.  Bounds: opt.batch runs or
- * opt.batch_pages pages; a full gather is applied at once, like tlb_flush_mmu
- * when the batch runs out.  They also bound how long a freed page stays
+ * a 64-page range), which is what batching saves.  Bounds: opt.batch frees or
+ * opt.batch_pages freed pages since the last flush (those taken back by
+ * revoke_cancel count too); a full gather is applied at once, like
+ * tlb_flush_mmu when the batch runs out.  They also bound how long a freed page stays
  * reachable by the thread that freed it: until its gather is applied.
  * revoke=eager applies every run as it comes, the baseline.
  */
@@ -27,8 +28,8 @@
 
 void gather_init(struct gather *g)
 {
-	g->n = g->live = 0;
-	g->pages = 0;
+	g->n = g->live = g->frees = 0;
+	g->pages = g->free_pages = 0;
 	for (unsigned b = 0; b < GATHER_BUCKETS; b++)
 		g->head[b] = GATHER_NIL;
 }
@@ -60,6 +61,8 @@ static void set_pending(const struct range *r)
 {
 	if (r->kind == RK_HUGE)
 		__atomic_store_n(&seg_of(r->addr)->releasing, 1, __ATOMIC_RELEASE);
+	else if (RF_CLASS_OF(r->flags) >= 0)
+		pages_set_retired(r->addr, r->npages, (unsigned)RF_CLASS_OF(r->flags), r->owner);
 	else
 		pages_set_run(r->addr, r->npages, PG_MAKE(PG_PENDING, r->npages), r->owner);
 }
@@ -100,7 +103,7 @@ static void maybe_flush(struct tstate *t)
 	struct gather *g = &t->g;
 	if (opt.revoke == REVOKE_EAGER)
 		revoke_flush(t, FR_EAGER);
-	else if (g->live >= opt.batch || g->pages >= opt.batch_pages)
+	else if (g->frees >= opt.batch || g->free_pages >= opt.batch_pages)
 		revoke_flush(t, FR_FULL);
 }
 
@@ -110,6 +113,11 @@ void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 	stat_inc(revoke_queued);
 	stat_add(pages_queued, npages);
 	gather_push(t, addr, npages, owner, k, flags);
+	/* counted here, not by live entries: frees taken back by the next
+	 * malloc would otherwise keep the count down, and the other runs of
+	 * the gather would wait (reachable) for ever */
+	t->g.frees++;
+	t->g.free_pages += npages;
 	maybe_flush(t);
 }
 
@@ -184,9 +192,10 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		pthread_mutex_unlock(&c->lock);
 	unlink_entry(g, found);
 	if (r->npages > npages) {
-		/* keep the tail queued */
+		/* keep the tail queued (no longer a whole slab: no class) */
 		r->addr += npages << PAGE_SHIFT;
 		r->npages -= (uint32_t)npages;
+		r->flags &= RF_GUARDED | RF_SPARE;
 		set_pending(r);
 		link(g, found);
 	} else {
@@ -216,6 +225,8 @@ static void sort_ranges(struct range *r, unsigned n)
 
 static inline uintptr_t range_end(const struct range *r) { return r->addr + ((uintptr_t)r->npages << PAGE_SHIFT); }
 
+static void quarantine(struct range *r);
+
 /* Purge the coalesced page runs (not huge ones: their segments are purged
  * when released) of r[a..b) that are at least min bytes long. */
 static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
@@ -234,11 +245,16 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 		bool foreign = false;
 		for (unsigned k = i; k < j && !foreign; k++)
 			foreign = r[k].owner != seg_of(r[k].addr)->owner;
-		if ((len >= min || foreign) && !os_purge((void *)r[i].addr, len)) {
+		int e = len >= min || foreign ? os_purge((void *)r[i].addr, len) : -1;
+		if (!e) {
 			stat_inc(purges);
 			stat_add(pages_purged, len >> PAGE_SHIFT);
 			for (unsigned k = i; k < j; k++)
 				r[k].purged = 1;
+		} else if (foreign && e > 0) {
+			/* its old frames would reach the segment's owner: never reused */
+			for (unsigned k = i; k < j; k++)
+				quarantine(&r[k]);
 		}
 		i = j;
 	}
@@ -284,7 +300,9 @@ static void vma_check(bool failed)
 	}
 }
 
-/* Revoke a span by releasing its frames only (degraded mode). */
+/* Revoke a span by releasing its frames only (degraded mode).  Its pages
+ * stay as reachable as they were, so they are not known to be zero later:
+ * the next owner's calloc zeroes them. */
 static bool release_unprotected(uintptr_t a, size_t len)
 {
 	if (os_purge((void *)a, len))
@@ -386,10 +404,11 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			j++;
 		size_t len = range_end(&r[j - 1]) - r[i].addr;
 		if (opt.revoke != REVOKE_OFF) {
+			/* a span released unprotected is not marked clean: it
+			 * stays writable, and a write after free would reach the
+			 * next calloc */
 			if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
 			    release_unprotected(r[i].addr, len)) {
-				for (unsigned k = i; k < j; k++)
-					r[k].purged = 1;
 				i = j;
 				continue;
 			}
@@ -398,8 +417,6 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			if (e == ENOMEM) {
 				vma_check(true);
 				if (release_unprotected(r[i].addr, len)) {
-					for (unsigned k = i; k < j; k++)
-						r[k].purged = 1;
 					i = j;
 					continue;
 				}

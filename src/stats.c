@@ -1,4 +1,5 @@
-/* stats.c - counters: xpfo_stats_get, xpfo_stats_print. */
+/* stats.c - counters: xpfo_stats_get, xpfo_stats_print (text) and
+ * xpfo_stats_print_json. */
 #include "internal.h"
 
 #include <errno.h>
@@ -11,6 +12,13 @@ static struct tstats merged; /* threads that exited (merge_lock) */
 static pthread_mutex_t merge_lock = PTHREAD_MUTEX_INITIALIZER;
 
 unsigned long xpfo_vma_limit(void);
+
+/* XPFO_STATS_FIELDS (stats.h) must name every byte of struct xpfo_stats. */
+#define STATS_SIZEOF(n) +sizeof(((struct xpfo_stats *)0)->n)
+_Static_assert(0 XPFO_STATS_FIELDS(STATS_SIZEOF, STATS_SIZEOF, STATS_SIZEOF) ==
+	       sizeof(struct xpfo_stats),
+	       "a field of struct xpfo_stats is missing from XPFO_STATS_FIELDS");
+#undef STATS_SIZEOF
 
 void stat_gauge_add(uint64_t *gauge, uint64_t *peak, int64_t v)
 {
@@ -126,49 +134,21 @@ static const char *ratio(char *buf, size_t n, uint64_t x, uint64_t y)
 	return buf;
 }
 
-XPFO_EXPORT void xpfo_stats_print(int fd)
+static const char *revoke_name(void)
 {
-	XPFO_ENTRY;
-	struct xpfo_stats s;
-	char r1[32];
-	tstate_get();
-	stats_fill(&s);
-	line(fd, "xpfo: stats (pid %d, backend %s%s%s%s, revoke=%s, batch=%u)", (long)getpid(),
-	     xpfo_backend(), xpfo_sealed.g.backend_note ? " (" : "",
-	     xpfo_sealed.g.backend_note ? xpfo_sealed.g.backend_note : "",
-	     xpfo_sealed.g.backend_note ? ")" : "", opt.revoke == REVOKE_BATCHED ? "batched"
-	     : opt.revoke == REVOKE_EAGER ? "eager" : "off", (unsigned long)opt.batch);
-	line(fd, "xpfo:   allocations  %u (small %u, page runs %u), frees %u, live %u bytes",
-	     s.allocs, s.allocs_small, s.allocs_large, s.frees, s.live_bytes);
-	line(fd, "xpfo:   revocation   queued %u runs / %u pages, cancelled %u pages, revoked %u pages",
-	     s.revoke_queued, s.pages_queued, s.pages_cancelled, s.pages_revoked);
-	line(fd, "xpfo:   syscalls     revoke %u (%s pages each), grant %u, madvise %u, mmap %u, munmap %u",
-	     s.revoke_syscalls, ratio(r1, sizeof r1, s.pages_revoked, s.revoke_syscalls),
-	     s.grant_syscalls, s.madvise_syscalls, s.mmap_syscalls, s.munmap_syscalls);
-	line(fd, "xpfo:   flushes      %u (full %u, explicit %u, thread exit %u, reuse %u, eager %u, other %u)",
-	     s.flushes, s.flush_full, s.flush_explicit, s.flush_thread_exit, s.flush_reuse,
-	     s.flush_eager, s.flush_other);
-	line(fd, "xpfo:   compartments %u live, %u opened, %u closed, %u transfers, %u switch flushes, %u violations reported",
-	     s.compartments, s.compartment_opens, s.compartment_closes, s.transfers, s.flush_switch,
-	     s.violations);
-	if (pkeys_on)
-		line(fd, "xpfo:   pkeys        %u keys held by compartments, %u evictions, %u enters/leaves",
-		     s.keys_in_use, s.key_evictions, s.compartment_switches);
-	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined",
-	     s.revoke_failures, s.pages_quarantined);
-	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
-	     s.mapped_bytes >> 10, s.peak_mapped_bytes >> 10, s.resident_bytes >> 10,
-	     s.peak_resident_bytes >> 10, s.pages_purged, s.purges, s.metadata_bytes >> 10);
-	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u, budget %u%s), %u live guard pages (%u not made)",
-	     s.segments, s.vmas, s.vma_limit, s.vma_budget, s.degraded ? ", over it: degraded" : "",
-	     s.live_guards, s.guards_skipped);
+	return opt.revoke == REVOKE_BATCHED ? "batched" : opt.revoke == REVOKE_EAGER ? "eager" : "off";
+}
+
+/* The classes that were used, five to a line: size B: allocs/frees. */
+static void print_classes(int fd, const struct xpfo_stats *s)
+{
 	char buf[256];
 	size_t at = 0;
 	unsigned on_line = 0;
 	for (unsigned c = 0; c <= NCLASSES; c++) {
-		if (c < NCLASSES && s.class_allocs[c]) {
+		if (c < NCLASSES && s->class_allocs[c]) {
 			at += fmt_str(buf + at, sizeof buf - at, "%s%u B: %u/%u", on_line ? ", " : "",
-				      s.class_size[c], s.class_allocs[c], s.class_frees[c]);
+				      s->class_size[c], s->class_allocs[c], s->class_frees[c]);
 			on_line++;
 		}
 		if (on_line && (on_line == 5 || c == NCLASSES)) {
@@ -177,4 +157,147 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 			on_line = 0;
 		}
 	}
+}
+
+/* The fields no summary line shows (N in XPFO_STATS_FIELDS), by name. */
+static void print_more(int fd, const struct xpfo_stats *s)
+{
+	char buf[200];
+	size_t at = 0;
+#define NONE(n)
+#define MORE(n) at += fmt_str(buf + at, sizeof buf - at, "%s" #n " %u", at ? ", " : "", s->n);
+	XPFO_STATS_FIELDS(NONE, MORE, NONE)
+#undef MORE
+#undef NONE
+	if (at)
+		line(fd, "xpfo:   more         %s", buf);
+}
+
+static void print_summary(int fd, const struct xpfo_stats *s)
+{
+	char r1[32];
+	line(fd, "xpfo:   allocations  %u (small %u, page runs %u), frees %u, live %u bytes",
+	     s->allocs, s->allocs_small, s->allocs_large, s->frees, s->live_bytes);
+	line(fd, "xpfo:   revocation   queued %u runs / %u pages, cancelled %u pages, revoked %u pages",
+	     s->revoke_queued, s->pages_queued, s->pages_cancelled, s->pages_revoked);
+	line(fd, "xpfo:   syscalls     revoke %u (%s pages each), grant %u, madvise %u, mmap %u, munmap %u",
+	     s->revoke_syscalls, ratio(r1, sizeof r1, s->pages_revoked, s->revoke_syscalls),
+	     s->grant_syscalls, s->madvise_syscalls, s->mmap_syscalls, s->munmap_syscalls);
+	line(fd, "xpfo:   flushes      %u (full %u, explicit %u, thread exit %u, reuse %u, eager %u, other %u)",
+	     s->flushes, s->flush_full, s->flush_explicit, s->flush_thread_exit, s->flush_reuse,
+	     s->flush_eager, s->flush_other);
+	line(fd, "xpfo:   compartments %u live, %u opened, %u closed, %u transfers, %u switch flushes, %u violations reported",
+	     s->compartments, s->compartment_opens, s->compartment_closes, s->transfers, s->flush_switch,
+	     s->violations);
+	if (pkeys_on)
+		line(fd, "xpfo:   pkeys        %u keys held by compartments, %u evictions, %u enters/leaves",
+		     s->keys_in_use, s->key_evictions, s->compartment_switches);
+	line(fd, "xpfo:   failures     %u revocations failed, %u pages quarantined, %u slot checks skipped",
+	     s->revoke_failures, s->pages_quarantined, s->touches_skipped);
+	line(fd, "xpfo:   memory       mapped %u KiB (peak %u), resident %u KiB (peak %u), purged %u pages in %u calls, metadata %u KiB",
+	     s->mapped_bytes >> 10, s->peak_mapped_bytes >> 10, s->resident_bytes >> 10,
+	     s->peak_resident_bytes >> 10, s->pages_purged, s->purges, s->metadata_bytes >> 10);
+	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u, budget %u%s), %u live guard pages (%u not made)",
+	     s->segments, s->vmas, s->vma_limit, s->vma_budget, s->degraded ? ", over it: degraded" : "",
+	     s->live_guards, s->guards_skipped);
+}
+
+XPFO_EXPORT void xpfo_stats_print(int fd)
+{
+	XPFO_ENTRY;
+	struct xpfo_stats s;
+	tstate_get();
+	stats_fill(&s);
+	const char *note = xpfo_sealed.g.backend_note;
+	line(fd, "xpfo: stats (pid %d, backend %s%s%s%s, revoke=%s, batch=%u)", (long)getpid(),
+	     xpfo_backend(), note ? " (" : "", note ? note : "", note ? ")" : "", revoke_name(),
+	     (unsigned long)opt.batch);
+	print_summary(fd, &s);
+	print_more(fd, &s);
+	print_classes(fd, &s);
+}
+
+/* The JSON report is assembled in a stack buffer of PIPE_BUF bytes and
+ * written when it is full or done: the whole object (under 2 KiB on a
+ * typical run) is then one write, which a pipe keeps whole even when other
+ * processes of the run write their reports to the same stderr at once. */
+struct jout {
+	int fd;
+	size_t at;
+	char buf[4096];
+};
+
+static void jout_flush(struct jout *j)
+{
+	os_write(j->fd, j->buf, j->at);
+	j->at = 0;
+}
+
+static void jout_put(struct jout *j, const char *fmt, ...)
+{
+	char tmp[160];
+	va_list ap;
+	va_start(ap, fmt);
+	size_t n = fmt_buf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (j->at + n > sizeof j->buf)
+		jout_flush(j);
+	memcpy(j->buf + j->at, tmp, n);
+	j->at += n;
+}
+
+/* A JSON string, or null; quotes, backslashes and control bytes escaped. */
+static void jout_str(struct jout *j, const char *s)
+{
+	if (!s) {
+		jout_put(j, "null");
+		return;
+	}
+	jout_put(j, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			jout_put(j, "\\%s", c == '"' ? "\"" : "\\");
+		else if (c < 0x20)
+			jout_put(j, "\\u00%s%x", c < 0x10 ? "0" : "", (unsigned long)c);
+		else
+			jout_put(j, "%s", (char[2]){ (char)c, 0 });
+	}
+	jout_put(j, "\"");
+}
+
+static void jout_array(struct jout *j, const char *name, const uint64_t *v)
+{
+	jout_put(j, ", \"%s\": [", name);
+	for (unsigned c = 0; c < XPFO_STATS_CLASSES; c++)
+		jout_put(j, "%s%u", c ? ", " : "", v[c]);
+	jout_put(j, "]");
+}
+
+/* "xpfo_stats": the format's version, and a mark to find the line by. */
+static void jout_header(struct jout *j)
+{
+	jout_put(j, "{\"xpfo_stats\": 1, \"pid\": %d, \"backend\": ", (long)getpid());
+	jout_str(j, xpfo_backend());
+	jout_put(j, ", \"backend_note\": ");
+	jout_str(j, xpfo_sealed.g.backend_note);
+	jout_put(j, ", \"revoke\": \"%s\", \"batch\": %u", revoke_name(),
+		 (unsigned long)opt.batch);
+}
+
+XPFO_EXPORT void xpfo_stats_print_json(int fd)
+{
+	XPFO_ENTRY;
+	struct xpfo_stats s;
+	struct jout j = { .fd = fd, .at = 0 };
+	tstate_get();
+	stats_fill(&s);
+	jout_header(&j);
+#define SCALAR(n) jout_put(&j, ", \"" #n "\": %u", s.n);
+#define ARRAY(n) jout_array(&j, #n, s.n);
+	XPFO_STATS_FIELDS(SCALAR, SCALAR, ARRAY)
+#undef SCALAR
+#undef ARRAY
+	jout_put(&j, "}\n");
+	jout_flush(&j);
 }

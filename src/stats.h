@@ -15,13 +15,38 @@
 	X(revoke_failures) X(purges) X(pages_purged) X(mmap_syscalls)      \
 	X(munmap_syscalls) X(madvise_syscalls) X(flush_switch)          \
 	X(compartment_opens) X(compartment_closes) X(transfers) X(violations) \
-	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped)
+	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped) \
+	X(touches_skipped)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
 	X(pages_quarantined) X(mapped_pages) X(peak_mapped_pages)          \
 	X(resident_pages) X(peak_resident_pages) X(metadata_bytes)         \
 	X(segments) X(large_live_bytes) X(compartments) X(degraded) X(vma_budget) X(keys_in_use) X(live_guards)
+
+/* Every field of struct xpfo_stats (include/xpfo.h), in its order: the one
+ * list both reports walk.  T(name): a scalar the text report's summary lines
+ * show (size: the struct's own length, not a counter); N(name): a scalar
+ * they do not, which the text report lists by name on its "more" line;
+ * A(name): a per-class array.  The JSON report writes every field by name.
+ * stats.c checks at compile time that the list covers the whole struct, so
+ * a field added there and not here does not build. */
+#define XPFO_STATS_FIELDS(T, N, A)                                               \
+	T(size) T(allocs) T(frees) T(allocs_small) T(allocs_large)               \
+	N(reallocs_in_place) T(live_bytes) T(revoke_queued) T(pages_queued)      \
+	T(pages_cancelled) T(pages_revoked) T(revoke_syscalls) T(grant_syscalls) \
+	T(flushes) T(flush_full) T(flush_explicit) T(flush_thread_exit)          \
+	T(flush_reuse) T(flush_eager) T(flush_other) T(revoke_failures)          \
+	T(pages_quarantined) T(purges) T(pages_purged) T(mmap_syscalls)          \
+	T(munmap_syscalls) T(madvise_syscalls) T(mapped_bytes)                   \
+	T(peak_mapped_bytes) T(resident_bytes) T(peak_resident_bytes)            \
+	T(metadata_bytes) T(segments) T(vmas) T(vma_limit)                       \
+	A(class_size) A(class_allocs) A(class_frees)                             \
+	T(flush_switch) T(compartments) T(compartment_opens)                     \
+	T(compartment_closes) T(transfers) T(violations) T(vma_budget)           \
+	T(degraded) N(spans_released_unprotected) T(keys_in_use)                 \
+	T(key_evictions) T(compartment_switches) T(live_guards) T(guards_skipped)  \
+	T(touches_skipped)
 
 struct stats_global {
 #define X(n) uint64_t n;

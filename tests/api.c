@@ -22,6 +22,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The checks look at blocks after a realloc that failed (still valid) and ask
@@ -671,6 +672,44 @@ static void test_free_errno(void)
 	}
 }
 
+/* Every (size, align) pair the allocator served is accepted back by the
+ * sized frees: a size of 0 with an alignment above a page is served a
+ * one-page run, and free_aligned_sized must take that back. */
+struct sized_fns {
+	void (*fs)(void *, size_t);
+	void (*fas)(void *, size_t, size_t);
+};
+
+static int sized_roundtrip(void *arg)
+{
+	const struct sized_fns *f = arg;
+	for (size_t align = 1; align <= ((size_t)2 << 20); align *= 2)
+		for (size_t i = 0; i <= NSIZES; i++) {
+			size_t n = i ? sizes[i - 1] : 0;
+			if (n > ((size_t)1 << 20) && align > 4096)
+				continue; /* keeps the loop quick */
+			void *p = aligned_alloc(align, opaque(n));
+			if (!p)
+				return 2;
+			f->fas(p, align, n);
+			if (align == 1) {
+				p = malloc(opaque(n));
+				f->fs(p, n);
+			}
+		}
+	return 0;
+}
+
+static void test_sized_roundtrip(const struct sized_fns *f)
+{
+	struct tu_child c;
+	if (tu_run_child(sized_roundtrip, (void *)f, 120, &c) != 0)
+		tu_hard_error("fork failed");
+	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	      "free_aligned_sized(aligned_alloc(a, s), a, s) / free_sized(malloc(s), s): %s: %s",
+	      tu_status_str(c.status), c.err);
+}
+
 static void test_free_sized(void)
 {
 #ifdef TU_STATIC
@@ -716,6 +755,7 @@ static void test_free_sized(void)
 	fs(NULL, 0);
 	fs(NULL, 100);
 	fas(NULL, 64, 0);
+	test_sized_roundtrip(&(struct sized_fns){ fs, fas });
 }
 
 /* ---- mallinfo2, malloc_info, mallopt, malloc_trim ----------------------- */

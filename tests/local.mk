@@ -68,17 +68,28 @@ tests_forkalloc_plain_SOURCES = tests/forkalloc.c $(tests_common)
 
 TESTS += tests/api tests/misuse tests/revoke tests/stress tests/forkalloc \
 	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
-	tests/revoke-strace.sh tests/options.sh \
+	tests/revoke-strace.sh tests/options.sh tests/reserve.sh \
 	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
 	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
 	tests/preload-gcc.sh tests/preload-threads.sh
 
 EXTRA_DIST += tests/lib.sh tests/README tests/preload/workload.py \
 	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
-	tests/revoke-strace.sh tests/options.sh \
+	tests/revoke-strace.sh tests/options.sh tests/reserve.sh \
 	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
 	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
 	tests/preload-gcc.sh tests/preload-threads.sh
+
+# Statistics as JSON: xpfo_stats_print_json from a linked program, and
+# stats=json / xpfo-run --stats=json checked against struct xpfo_stats.
+check_PROGRAMS += tests/statsprint
+tests_statsprint_CFLAGS = $(tests_cflags)
+tests_statsprint_SOURCES = tests/statsprint.c $(tests_common)
+tests_statsprint_CPPFLAGS = $(tests_linked_cppflags)
+tests_statsprint_LDADD = $(tests_linked_ldadd)
+tests_statsprint_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/statsprint tests/stats-json.sh
+EXTRA_DIST += tests/stats-json.sh
 
 # Which backend is picked on this machine, and what it says.
 TESTS += tests/backend.sh

@@ -185,6 +185,50 @@ static int c_double_free_other_thread(void *a)
 	return 0;
 }
 
+/* The slab the block lived in is retired before the second free: its
+ * thread exited.  "pending": the slab's last block is freed by this thread
+ * (the retired slab's pages wait in its gather); "free": the exited thread
+ * freed them all itself and its exit applied the revocation.  The block
+ * is one whose address is not a page start (a page start alone already
+ * read as a freed run). */
+#define RETIRE_N 4
+static char *retire_blk[RETIRE_N];
+
+static void *alloc_then_exit(void *free_them)
+{
+	for (int i = 0; i < RETIRE_N; i++) {
+		retire_blk[i] = malloc(3000);
+		memset(retire_blk[i], 1, 3000);
+	}
+	if (free_them)
+		for (int i = 0; i < RETIRE_N; i++)
+			free(retire_blk[i]);
+	return NULL;
+}
+
+static int double_free_retired(int pending)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, alloc_then_exit, pending ? NULL : retire_blk) != 0)
+		return 98;
+	pthread_join(t, NULL);
+	char *p = NULL;
+	for (int i = 0; i < RETIRE_N; i++) {
+		if (pending)
+			free(retire_blk[i]);
+		if ((uintptr_t)retire_blk[i] % page)
+			p = retire_blk[i];
+	}
+	if (!p)
+		return 97;
+	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	free(opaque_ptr(p));
+	return 0;
+}
+
+static int c_double_free_retired_pending(void *a) { (void)a; return double_free_retired(1); }
+static int c_double_free_retired_free(void *a) { (void)a; return double_free_retired(0); }
+
 static int c_free_stack(void *a)
 {
 	(void)a;
@@ -304,6 +348,9 @@ static const struct mcase cases[] = {
 	{ "double free after flush and other allocations", c_double_free_after_flush },
 	{ "double free of a run after its neighbour run was freed, after flush", c_double_free_neighbour },
 	{ "double free, second free on another thread", c_double_free_other_thread },
+	{ "double free, the exited thread's slab retired, its pages queued",
+	  c_double_free_retired_pending },
+	{ "double free, the exited thread's slab retired and revoked", c_double_free_retired_free },
 	{ "free of a stack address", c_free_stack },
 	{ "free of an mmap'd page", c_free_mmap },
 	{ "free of a static object", c_free_global },

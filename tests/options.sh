@@ -39,7 +39,9 @@ run "revoke=off,stats=1"
 header | grep -q 'revoke=off' || fail "revoke=off not applied: $(header)"
 grep -q '^xpfo: warning' "$tmp/err" || fail "revoke=off is not warned about"
 
-for bad in "nosuchkey=1" "revoke=sometimes" "batch=abc" "batch=" "stats=maybe" "revoke" ",,,"; do
+# reserve=65536: 2^46 aligned to itself does not fit in a 47-bit address space
+for bad in "nosuchkey=1" "revoke=sometimes" "batch=abc" "batch=" "stats=maybe" "revoke" ",,," \
+	"reserve=65536" "reserve=3"; do
 	run "$bad,stats=1"
 	[ $rc -eq 0 ] || fail "XPFO_OPTIONS=$bad: exit $rc"
 	n=$(grep -c '^xpfo: warning:' "$tmp/err")

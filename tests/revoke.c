@@ -10,10 +10,18 @@
  *    than with revoke=eager (stats counters, each mode in a child started
  *    with XPFO_OPTIONS in its environment).  revoke-strace.sh counts the same
  *    loop with strace.
+ * 3. The batch bound: a freed 20 KiB run is revoked (a write(2) from it gives
+ *    EFAULT) within 1024 (batch) later frees, even when each of those is
+ *    taken back by the next malloc and never reaches a flush.
+ * 4. Degraded mode (a child with XPFO_OPTIONS=max_vmas=100, over the VMA
+ *    budget): a freed 20 KiB run is released, not protected; bytes written
+ *    into it after free (through read(2), which would give EFAULT on a
+ *    protected page) never come back from calloc(1, 20480), which reuses it.
  *
  * Usage: revoke                      run the test
  *        revoke --free-loop [N [SIZE]]   the measured loop; prints counters
  *        revoke --uaf SIZE OFF r|w [noflush]  one use after free (for children)
+ *        revoke --degraded-calloc    part 3's child (run with max_vmas=100)
  */
 #include "testutil.h"
 
@@ -21,6 +29,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -145,6 +154,147 @@ static void uaf_exec(const char *opts, const char *n, const char *off,
 	if (faulted == want_fault)
 		fprintf(stderr, "ok: XPFO_OPTIONS=%s, %s %s-byte block, %s: %s\n",
 			opts, rw, n, flush, tu_status_str(c.status));
+}
+
+/* ---- probes without signals --------------------------------------------- */
+
+/* Can the process read byte p now?  write(2) from a PROT_NONE page fails
+ * with EFAULT instead of raising SIGSEGV. */
+static int readable(const void *p)
+{
+	static int fd[2] = { -1, -1 };
+	char c;
+	if (fd[0] < 0 && pipe(fd))
+		tu_hard_error("pipe: %s", strerror(errno));
+	if (write(fd[1], p, 1) != 1)
+		return 0;
+	if (read(fd[0], &c, 1) != 1)
+		tu_hard_error("pipe read: %s", strerror(errno));
+	return 1;
+}
+
+/* Write n bytes of `byte` at p through read(2): 0, or -1 (EFAULT) when the
+ * page is not writable. */
+static int write_probe(void *p, int byte, size_t n)
+{
+	int fd[2];
+	char buf[4096];
+	if (n > sizeof buf || pipe(fd))
+		tu_hard_error("pipe: %s", strerror(errno));
+	memset(buf, byte, n);
+	if (write(fd[1], buf, n) != (ssize_t)n)
+		tu_hard_error("pipe write: %s", strerror(errno));
+	ssize_t r = read(fd[0], p, n);
+	close(fd[0]);
+	close(fd[1]);
+	return r == (ssize_t)n ? 0 : -1;
+}
+
+/* ---- degraded mode: a write after free does not reach calloc ------------ */
+
+/* In a child with max_vmas=100.  Exit codes: 0 ok, 1 calloc returned a
+ * non-zero byte, 2 calloc never reused the freed run, 3 the write after
+ * free was refused (the run was protected, not released), 4 the VMA budget
+ * was not exceeded. */
+static int degraded_calloc(void)
+{
+	/* VMAs of our own (every other page read-only) put the process over
+	 * the budget; xpfo counts them every 64 flushes */
+	char *m = mmap(NULL, 400 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 5;
+	for (int i = 0; i < 400; i += 2)
+		mprotect(m + (size_t)i * page, page, PROT_READ);
+	/* a live run keeps the segment (a free segment is remapped whole) */
+	void *keep = malloc(20480);
+	struct xpfo_stats s;
+	for (int i = 0; i < 200; i++) {
+		free(malloc(20480));
+		tu_x.flush();
+		tu_stats(&s);
+		if (s.degraded)
+			break;
+	}
+	if (!s.degraded)
+		return 4;
+	unsigned long long released = s.spans_released_unprotected;
+	char *a = malloc(20480);
+	free(a);
+	tu_x.flush();
+	tu_stats(&s);
+	char *w = a + 8192;
+	if (s.spans_released_unprotected == released || write_probe(w, 0x5a, 4096))
+		return 3;
+	void *c[64];
+	int n = 0, dirty = 0, hit = 0;
+	while (n < 64 && !hit) {
+		char *p = c[n++] = calloc(1, 20480);
+		if (!p)
+			return 5;
+		for (size_t k = 0; k < 20480; k++)
+			dirty += p[k] != 0;
+		hit = p <= w && w < p + 20480;
+	}
+	printf("callocs=%d dirty_bytes=%d reused=%d\n", n, dirty, hit);
+	while (n)
+		free(c[--n]);
+	free(keep);
+	return dirty ? 1 : hit ? 0 : 2;
+}
+
+static void test_degraded_calloc(void)
+{
+	char *argv[] = { "/proc/self/exe", "--degraded-calloc", NULL };
+	const char *envset[] = { "XPFO_OPTIONS=max_vmas=100", NULL };
+	struct tu_child c;
+	if (tu_run_cmd(argv, envset, 60, &c) != 0)
+		tu_hard_error("cannot run myself");
+	static const char *const why[] = { "", ": calloc returned bytes written after free",
+		": calloc never reused the freed run", ": the write after free was refused",
+		": the VMA budget was not exceeded", ": allocation failed" };
+	int code = WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1;
+	CHECK(code == 0, "degraded mode, write after free then calloc(1, 20480): %s%s; %s%s",
+	      tu_status_str(c.status), code > 0 && code < 6 ? why[code] : "", c.out, c.err);
+	if (code == 0)
+		fprintf(stderr, "ok: degraded mode: a write after free into a released run does "
+				"not reach calloc (%s)", c.out);
+}
+
+/* ---- the batch bound holds when frees are taken back --------------------- */
+
+/* A freed run waits at most `batch` frees (1024 by default) for its
+ * revocation, even when the frees after it are taken back by the next
+ * malloc (revoke_cancel) and never leave the gather. */
+static void test_batch_bound(void)
+{
+	char *a = malloc(20480);
+	void *p = malloc(40960);
+	CHECK(a && p, "malloc");
+	memset(a, 0x77, 20480);
+	tu_x.flush();
+	struct xpfo_stats s0, s1;
+	tu_stats(&s0);
+	free(a);
+	CHECK(readable(a), "a freed run was revoked at once with the default batch "
+	      "(the test needs it queued)");
+	int pairs = 0;
+	for (; pairs < 4096 && readable(a); pairs++) {
+		free(p);
+		p = malloc(40960); /* takes the queued run back */
+		if (!p)
+			tu_hard_error("malloc(40960): %s", strerror(errno));
+	}
+	tu_stats(&s1);
+	CHECK(!readable(a), "a freed 20 KiB run was still readable after %d free/malloc pairs "
+	      "(batch=1024): %llu flushes, %llu pages cancelled", pairs,
+	      (unsigned long long)(s1.flushes - s0.flushes),
+	      (unsigned long long)(s1.pages_cancelled - s0.pages_cancelled));
+	CHECK(pairs <= 1024, "a freed run waited %d frees for its revocation (batch=1024)", pairs);
+	fprintf(stderr, "batch bound: a freed run revoked after %d free/malloc pairs taken back "
+			"(batch=1024); %llu flushes, %llu pages cancelled\n", pairs,
+		(unsigned long long)(s1.flushes - s0.flushes),
+		(unsigned long long)(s1.pages_cancelled - s0.pages_cancelled));
+	free(p);
 }
 
 /* ---- the counted free loop ----------------------------------------------- */
@@ -308,6 +458,12 @@ int main(int argc, char **argv)
 			   !(argc >= 6 && strcmp(argv[5], "noflush") == 0));
 	}
 
+	if (argc == 2 && strcmp(argv[1], "--degraded-calloc") == 0) {
+		tu_prog = "revoke --degraded-calloc";
+		tu_xpfo_init(1);
+		return degraded_calloc();
+	}
+
 	tu_timeout(300);
 	tu_xpfo_init(1);
 	test_uaf();
@@ -316,5 +472,7 @@ int main(int argc, char **argv)
 	uaf_exec("revoke=batched", "65536", "0", "r", "flush", 1);
 	uaf_exec("revoke=off", "65536", "100", "r", "flush", 0);
 	test_counts();
+	test_degraded_calloc();
+	test_batch_bound();
 	tu_exit();
 }

@@ -64,6 +64,7 @@ static struct slot {
 static xpfo_compartment_t *comps[MAXK];
 static int ncomps = 4, nthreads = 3;
 static double seconds = 10;
+#define MIN_ROUNDS 24 /* per thread: about 1,000 allocations and some transfers */
 static uint64_t base_seed = 1;
 static volatile int stop;
 /* what each worker is doing, for the watchdog */
@@ -227,7 +228,9 @@ static void *worker(void *arg)
 	int me = (int)(uintptr_t)arg;
 	uint64_t r = base_seed * 0x9E3779B97F4A7C15ULL + (uint64_t)(uintptr_t)arg * 7919 + 1;
 	struct counters k = { 0 };
-	while (!stop) {
+	/* past the deadline a thread goes on until it has done MIN_ROUNDS rounds,
+	 * so what the test checks never depends on how fast the machine is */
+	while (!stop || k.rounds < MIN_ROUNDS) {
 		int here = (int)(tu_rand(&r) % (uint64_t)ncomps);
 		doing[me] = "xpfo_enter";
 		xpfo_compartment_t *prev = xpfo_enter(comps[here]);
@@ -237,7 +240,7 @@ static void *worker(void *arg)
 		}
 		if (xpfo_current() != comps[here])
 			TFAIL("xpfo_current is not the compartment entered");
-		for (int j = 0; j < 64 && !stop; j++) {
+		for (int j = 0; j < 64 && (!stop || k.rounds < MIN_ROUNDS); j++) {
 			unsigned op = (unsigned)(tu_rand(&r) % 16);
 			progress[me]++;
 			if (op < 10) {

@@ -18,7 +18,9 @@ iso_tests = \
 	tests/isolation/batching \
 	tests/isolation/vmabudget \
 	tests/isolation/apimisuse \
-	tests/isolation/threadmode
+	tests/isolation/threadmode \
+	tests/isolation/ownership \
+	tests/isolation/nomem
 
 check_PROGRAMS += $(iso_tests)
 TESTS += $(iso_tests)
@@ -65,3 +67,14 @@ tests_isolation_threadmode_CPPFLAGS = $(iso_cppflags)
 tests_isolation_threadmode_CFLAGS = $(iso_cflags)
 tests_isolation_threadmode_LDADD = $(iso_ldadd)
 tests_isolation_threadmode_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_ownership_SOURCES = tests/isolation/ownership.c $(iso_sources)
+tests_isolation_ownership_CPPFLAGS = $(iso_cppflags)
+tests_isolation_ownership_CFLAGS = $(iso_cflags)
+tests_isolation_ownership_LDADD = $(iso_ldadd)
+tests_isolation_ownership_LDFLAGS = $(iso_ldflags)
+tests_isolation_nomem_SOURCES = tests/isolation/nomem.c $(iso_sources)
+tests_isolation_nomem_CPPFLAGS = $(iso_cppflags)
+tests_isolation_nomem_CFLAGS = $(iso_cflags)
+tests_isolation_nomem_LDADD = $(iso_ldadd)
+tests_isolation_nomem_LDFLAGS = $(iso_ldflags)

@@ -1,0 +1,87 @@
+"""The allocators under test, and the environment that runs a process
+under one of them (LD_PRELOAD, XPFO_OPTIONS)."""
+
+import os
+
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+
+
+class Alloc:
+    def __init__(self, name, preload, env=None, xpfo=False, note="", only=None):
+        self.name = name
+        self.preload = preload  # path, or None for glibc
+        self.env = env or {}
+        self.xpfo = xpfo
+        self.note = note
+        self.only = only  # the benchmarks it applies to (None: all)
+        self.ok = True
+        self.why = ""
+
+
+def find_libc():
+    for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/lib"):
+        p = os.path.join(d, "libc.so.6")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+PROFILE_BENCHES = {"larson", "xmalloc", "scratch", "tree", "hash", "frag", "sqlite",
+                   "python", "redis", "git"}
+
+
+def make_allocators(builddir):
+    xpfo_so = os.path.join(builddir, ".libs", "libxpfo.so")
+    return [
+        Alloc("glibc", None, note="no preload"),
+        Alloc("jemalloc", os.path.join(LIBDIR, "libjemalloc.so.2")),
+        Alloc("mimalloc", os.path.join(LIBDIR, "libmimalloc.so.2")),
+        Alloc("xpfo", xpfo_so, {}, True, "default (revoke=batched)"),
+        Alloc("xpfo-eager", xpfo_so, {"XPFO_OPTIONS": "revoke=eager"}, True),
+        Alloc("xpfo-off", xpfo_so, {"XPFO_OPTIONS": "revoke=off"}, True),
+        # the hardening profiles (default is the "xpfo" column)
+        # (workloads and programs only: the micro benchmarks would double the run)
+        Alloc("xpfo-strict", xpfo_so, {"XPFO_OPTIONS": "profile=strict"}, True,
+              "profile=strict (every mitigation)", only=PROFILE_BENCHES),
+        Alloc("xpfo-light", xpfo_so, {"XPFO_OPTIONS": "profile=light"}, True,
+              "profile=light (the fewest mitigations)", only=PROFILE_BENCHES),
+        # every thread but the first in a compartment of its own: only for
+        # the share-nothing workloads (each thread builds its own structure)
+        Alloc("xpfo-cthread", xpfo_so, {"XPFO_OPTIONS": "compartments=thread"}, True,
+              "compartments=thread, share-nothing workloads only", only={"tree", "hash"}),
+    ]
+
+
+def applies(alloc, bench):
+    return alloc.only is None or bench.name in alloc.only
+
+
+def base_env():
+    env = dict(os.environ)
+    for k in ("LD_PRELOAD", "XPFO_OPTIONS", "MALLOC_CONF", "MIMALLOC_OPTIONS",
+              "PYTHONMALLOC", "GIT_DIR"):
+        env.pop(k, None)
+    env["LC_ALL"] = "C"
+    return env
+
+
+def alloc_env(alloc, extra_options=None, stats=False, force_libc=False):
+    """Environment for a process that should run under `alloc`."""
+    env = base_env()
+    env.update(alloc.env)
+    if alloc.preload:
+        env["LD_PRELOAD"] = alloc.preload
+    elif force_libc:
+        # the program links another malloc (redis links jemalloc): put
+        # glibc first in the lookup order so malloc resolves to it
+        libc = find_libc()
+        if libc:
+            env["LD_PRELOAD"] = libc
+    if alloc.xpfo:
+        opts = [o for o in env.get("XPFO_OPTIONS", "").split(",") if o]
+        opts += extra_options or []
+        if stats:
+            opts.append("stats=json")
+        if opts:
+            env["XPFO_OPTIONS"] = ",".join(opts)
+    return env

@@ -1,0 +1,68 @@
+"""bench-check: the xpfo/glibc ratios of a quick run against a baseline."""
+
+import json
+import os
+
+from . import log
+from .summary import ratio
+
+def ratios_for_baseline(data):
+    """xpfo/glibc ratios that bench-check guards: time and peak RSS of every
+    workload and program, the single-threaded micro benchmarks (the
+    multi-threaded ones hand off between spinning threads and move too much
+    on a shared machine), and the geometric means."""
+    out = {}
+    s = data["summary"]
+    for kind in ("time", "rss", "micro"):
+        for b, row in s[kind].items():
+            if kind == "micro" and "/real_time" in b:
+                continue
+            for a in row:
+                if a.startswith("xpfo"):
+                    r = ratio(row.get(a), row.get("glibc"))
+                    if r:
+                        out["%s:%s:%s" % (kind, b, a)] = round(r, 4)
+    for k, v in s["geomean"].items():
+        kind, a, ref = k.split("/")
+        if a.startswith("xpfo") and ref == "glibc" and v:
+            out["geomean:%s:%s" % (kind, a)] = round(v, 4)
+    return out
+
+
+def write_baseline(data, path):
+    base = {"what": "xpfo/glibc ratios from one `make bench-quick`-sized run; "
+                    "compared by `make bench-check` (warns when > 25% worse)",
+            "date": data["machine"]["date"], "load_start": data["load_start"],
+            "load_end": data["load_end"], "xpfo": data["machine"]["versions"]["xpfo"],
+            "mode": data["mode"], "ratios": ratios_for_baseline(data)}
+    with open(path, "w") as f:
+        json.dump(base, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def check_baseline(data, path, strict):
+    try:
+        with open(path) as f:
+            base = json.load(f)
+    except (OSError, ValueError) as e:
+        log("bench-check: cannot read baseline %s: %s" % (path, e))
+        log("bench-check: create one with `make bench-baseline` and commit it")
+        return 2
+    now = ratios_for_baseline(data)
+    worse, compared = [], 0
+    for k, old in sorted(base.get("ratios", {}).items()):
+        new = now.get(k)
+        if new is None:
+            log("bench-check: %s: no value in this run (baseline %.3f)" % (k, old))
+            continue
+        compared += 1
+        if new > old * 1.25:
+            worse.append(k)
+            log("bench-check: WARNING %s: xpfo/glibc %.3f, baseline %.3f (%+.0f%%)" % (
+                k, new, old, 100 * (new / old - 1)))
+    log("bench-check: %d ratios compared with %s (baseline %s, load then %s; now %s): "
+        "%d more than 25%% worse" % (compared, os.path.basename(path), base.get("date"),
+                                      base.get("load_start"), data["load_start"], len(worse)))
+    if compared == 0:
+        log("bench-check: nothing compared (is xpfo built?)")
+    return 1 if strict and worse else 0

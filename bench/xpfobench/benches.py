@@ -1,0 +1,248 @@
+"""The benchmarks: xb-work workloads and real programs, at three scales."""
+
+import os
+import re
+import shutil
+import subprocess
+
+from .allocators import base_env
+
+# xb-micro-xpfo's runs (name, XPFO_OPTIONS), in the report's order: the
+# revocation ablation over batch sizes, and the compartment API per mode
+ABLATION_BATCHES = [1, 4, 16, 64, 256, 1024]
+ABLATION_MODES = [("off", ["revoke=off"]), ("eager", ["revoke=eager"])] + \
+    [("batch=%d" % n, ["revoke=batched", "batch=%d" % n]) for n in ABLATION_BATCHES]
+COMPARTMENT_MODES = [("batched", []), ("eager", ["revoke=eager"]), ("off", ["revoke=off"])]
+
+SCALES = {
+    # workload: xb-work arguments per mode (sized for ~0.2 s / ~1 s on glibc)
+    "larson": {"smoke": "-n 5000 -r 2", "quick": "-n 200000 -r 5",
+               "full": "-n 500000 -r 10"},
+    "xmalloc": {"smoke": "-n 200", "quick": "-n 4000", "full": "-n 15000"},
+    "scratch": {"smoke": "-n 5000", "quick": "-n 100000", "full": "-n 400000"},
+    "tree": {"smoke": "-n 5000 -r 1 -t 2", "quick": "-n 40000 -r 2 -t 2",
+             "full": "-n 100000 -r 3 -t 2"},
+    "hash": {"smoke": "-n 5000 -r 1 -t 2", "quick": "-n 50000 -r 2 -t 2",
+             "full": "-n 120000 -r 3 -t 2"},
+    "frag": {"smoke": "-n 10000 -r 1", "quick": "-n 150000 -r 2",
+             "full": "-n 300000 -r 4"},
+    "sqlite": {"smoke": 2000, "quick": 30000, "full": 150000},
+    "python": {"smoke": 2000, "quick": 15000, "full": 60000},
+    "redis": {"smoke": 2000, "quick": 10000, "full": 50000},
+    "git": {"smoke": (20, 4), "quick": (150, 15), "full": (300, 30)},
+}
+
+
+class Bench:
+    kind = "workload"
+    force_libc = False
+    server = False
+
+    def __init__(self, name, desc):
+        self.name, self.desc = name, desc
+        self.skip = None  # reason when it cannot run here
+
+    def setup(self, ctx):
+        pass
+
+    def key(self, run):
+        """What must be identical under every allocator (a checksum)."""
+        return None
+
+    def env(self, ctx):
+        """Extra environment for the measured process."""
+        return {}
+
+
+class Workload(Bench):
+    def __init__(self, name, desc):
+        super().__init__(name, desc)
+
+    def setup(self, ctx):
+        self.exe = os.path.join(ctx.builddir, "bench", "xb-work")
+        if not os.access(self.exe, os.X_OK):
+            self.skip = "bench/xb-work not built"
+
+    def argv(self, ctx):
+        return [self.exe, self.name] + SCALES[self.name][ctx.mode].split()
+
+    def key(self, run):
+        lines = [l for l in run.stdout.splitlines() if l.startswith("xbw: ")
+                 and not re.match(r"xbw: (seconds|rss|vmas|live_kb|rss_)", l)]
+        return "\n".join(lines)
+
+    def metrics(self, run):
+        return dict(re.findall(r"^xbw: ([a-z_]+)=([0-9.]+)$", run.stdout, re.M))
+
+
+class Sqlite(Bench):
+    kind = "program"
+
+    def setup(self, ctx):
+        if not shutil.which("sqlite3"):
+            self.skip = "sqlite3 not installed"
+            return
+        rows = SCALES["sqlite"][ctx.mode]
+        db = self.db(ctx)
+        self.query = os.path.join(ctx.srcdir, "bench", "programs", "sqlite-query.sql")
+        if not os.path.exists(db):
+            with open(os.path.join(ctx.srcdir, "bench", "programs", "sqlite-gen.sql")) as f:
+                sql = f.read().replace("@ROWS@", str(rows))
+            tmp = db + ".tmp"
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            subprocess.run(["sqlite3", tmp], input=sql.encode(), check=True,
+                           stdout=subprocess.DEVNULL, env=base_env())
+            os.rename(tmp, db)
+
+    @staticmethod
+    def db(ctx):
+        return os.path.join(ctx.workdir, "sqlite-%d.db" % SCALES["sqlite"][ctx.mode])
+
+    def argv(self, ctx):
+        return ["sqlite3", "-batch", "-readonly", self.db(ctx)]
+
+    def stdin(self, ctx):
+        return self.query
+
+    def key(self, run):
+        return run.stdout
+
+
+class Python(Bench):
+    kind = "program"
+    exe = "/usr/bin/python3"
+
+    def setup(self, ctx):
+        if not os.access(self.exe, os.X_OK):
+            self.skip = "/usr/bin/python3 not installed"
+        self.script = os.path.join(ctx.srcdir, "bench", "programs", "alloc_heavy.py")
+
+    def argv(self, ctx):
+        return [self.exe, "-S", "-s", self.script, str(SCALES["python"][ctx.mode])]
+
+    def env(self, ctx):
+        return {"PYTHONMALLOC": "malloc"}
+
+    def key(self, run):
+        return run.stdout
+
+
+class Redis(Bench):
+    kind = "program"
+    server = True
+    force_libc = True  # Debian's redis-server links libjemalloc
+
+    def setup(self, ctx):
+        for p in ("redis-server", "redis-benchmark"):
+            if not shutil.which(p):
+                self.skip = p + " not installed"
+
+    def server_argv(self, ctx, port):
+        return ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                "--protected-mode", "yes", "--save", "", "--appendonly", "no",
+                "--dir", ctx.workdir, "--loglevel", "warning",
+                "--daemonize", "no", "--unixsocket", ""]
+
+    def client_argv(self, ctx, port):
+        n = SCALES["redis"][ctx.mode]
+        return ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-n", str(n),
+                "-c", "16", "-P", "8", "-r", "100000", "-d", "128", "-q",
+                "-t", "set,get,incr,lpush,rpop,sadd,hset,spop,zadd,lrange_100,mset"]
+
+    def key(self, run):
+        return " ".join(sorted(set(re.findall(r"^([A-Z_]+[A-Z0-9_ ()]*?):", run.stdout, re.M))))
+
+
+class Git(Bench):
+    kind = "program"
+
+    def setup(self, ctx):
+        if not shutil.which("git"):
+            self.skip = "git not installed"
+            return
+        files, commits = SCALES["git"][ctx.mode]
+        repo = self.repo(ctx)
+        if os.path.isdir(repo):
+            return
+        tmp = repo + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        env = self.env_git(ctx)
+        subprocess.run(["git", "init", "-q", "--bare", tmp], check=True, env=env)
+        fi = subprocess.Popen(["git", "--git-dir", tmp, "fast-import", "--quiet"],
+                              stdin=subprocess.PIPE, env=env)
+        fi.stdin.write(self.history(files, commits))
+        fi.stdin.close()
+        if fi.wait() != 0:
+            raise RuntimeError("git fast-import failed")
+        os.rename(tmp, repo)
+
+    @staticmethod
+    def repo(ctx):
+        return os.path.join(ctx.workdir, "git-%d-%d.git" % SCALES["git"][ctx.mode])
+
+    @staticmethod
+    def history(files, commits):
+        """A deterministic history: `files` text files of ~200 lines, each
+        commit rewriting a few lines in a tenth of them."""
+        import random
+        rnd = random.Random(1)
+        words = ["alpha", "beta", "gamma", "delta", "malloc", "free", "page",
+                 "owner", "revoke", "flush", "segment", "slab", "vma", "tlb"]
+        content = [[" ".join(rnd.choice(words) for _ in range(8)) + " %d" % i
+                    for i in range(200)] for _ in range(files)]
+        out = []
+        for c in range(commits):
+            changed = range(files) if c == 0 else rnd.sample(range(files), max(1, files // 10))
+            for f in changed:
+                if c:
+                    for _ in range(5):
+                        content[f][rnd.randrange(200)] = " ".join(
+                            rnd.choice(words) for _ in range(8)) + " c%d" % c
+            msg = "commit %d\n" % c
+            out.append("commit refs/heads/main\ncommitter b <b@example.invalid> %d +0000\n"
+                       "data %d\n%s" % (1700000000 + c, len(msg), msg))
+            for f in changed:
+                data = "\n".join(content[f]) + "\n"
+                out.append("M 100644 inline dir%d/file%d.txt\ndata %d\n%s\n" %
+                           (f % 10, f, len(data.encode()), data))
+        return "".join(out).encode()
+
+    @staticmethod
+    def env_git(ctx):
+        return {"HOME": ctx.workdir, "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
+                "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
+
+    def argv(self, ctx):
+        return ["git", "--git-dir", self.repo(ctx), "-c", "pack.threads=2",
+                "-c", "pack.window=20", "-c", "gc.auto=0", "repack", "-a", "-d", "-f", "-q"]
+
+    def env(self, ctx):
+        return self.env_git(ctx)
+
+
+def make_benches():
+    return [
+        Workload("larson", "larson-style server simulation, 2 threads, slots "
+                 "inherited across threads (cross-thread frees)"),
+        Workload("xmalloc", "xmalloc-style: 2 threads mail batches of objects "
+                 "to each other, every free is remote"),
+        Workload("scratch", "cache-scratch: false sharing if an allocator "
+                 "reuses a remotely allocated neighbour"),
+        Workload("tree", "many small objects: BST build, lookup, half delete, "
+                 "reinsert, teardown; 2 threads, one tree each (share nothing)"),
+        Workload("hash", "many small objects: chained hash map with string "
+                 "keys/values, rehash growth, deletes, teardown; 2 threads, one "
+                 "map each (share nothing)"),
+        Workload("frag", "fragmentation: mixed sizes and lifetimes; peak RSS "
+                 "and RSS per live byte"),
+        Sqlite("sqlite", "sqlite3 CLI: sorts, group-bys, a join and an index "
+               "build over a generated database (in-memory temp store)"),
+        Python("python", "python3 with PYTHONMALLOC=malloc: objects, dicts, "
+               "strings, json round trip, sort"),
+        Redis("redis", "redis-server on 127.0.0.1 driven by redis-benchmark "
+              "(fixed request count); time = client wall time, RSS = server"),
+        Git("git", "git repack -adf with pack.threads=2 on a generated "
+            "history (multi-threaded delta search)"),
+    ]

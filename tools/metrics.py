@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""metrics.py - how the C code is shaped: function lengths and the call graph.
+
+    tools/metrics.py [--root DIR] [--max-lines N] [--json]
+
+Reads the library's sources (src/, alloc/, arch/, LD_PRELOAD/) as text; it
+compiles nothing.  Reports:
+
+* function lengths (lines from the signature to the closing brace, both
+  included, as the structure issue counted them): median,
+  90th percentile, maximum, and every function over --max-lines;
+* the file-level reference graph (file A refers to file B when A names a
+  function or global defined in B, or includes B's header), its strongly
+  connected components of more than one file (circles), and how many
+  references cross between directories in each direction.
+
+It is a reading aid, not a parser: definitions are recognised by the
+project's style (return type and name on a line at column 0, the opening
+brace alone at column 0 on a later line, the closing brace alone at column
+0), which clang-format keeps.  Exit status 0 always; --check-max makes it 1
+when a function is over --max-lines.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+
+DIRS = ["src", "alloc", "arch", "LD_PRELOAD"]
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DEF_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
+
+
+def sources(root):
+    out = []
+    for d in DIRS:
+        for base, _, files in os.walk(os.path.join(root, d)):
+            for f in sorted(files):
+                if f.endswith((".c", ".h")):
+                    out.append(os.path.relpath(os.path.join(base, f), root))
+    return sorted(out)
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(\\.|[^"\\])*"', '""', text)
+
+
+def functions(path, text):
+    """(name, first line, body lines) of each definition in text."""
+    lines = text.split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        if lines[i] == "{":
+            name, start = def_name(lines, i)
+            j = i + 1
+            while j < len(lines) and lines[j] != "}":
+                j += 1
+            if name:
+                out.append((name, start, j - start + 1))
+            i = j
+        elif re.match(r"^(static |inline |XPFO_EXPORT |EXPORT )*[A-Za-z_].*\)\s*\{.*\}\s*$", lines[i]) \
+                and "=" not in lines[i].split("(")[0]:
+            m = DEF_NAME.search(lines[i])
+            if m and m.group(1) not in KEYWORDS:
+                out.append((m.group(1), i, 1))
+        i += 1
+    return out
+
+
+def def_name(lines, i):
+    """The name defined by the signature that ends just above line i, and
+    the line the signature starts on."""
+    sig = []
+    k = i - 1
+    while k >= 0 and lines[k] and not lines[k].startswith(("}", "#")) and len(sig) < 8:
+        sig.insert(0, lines[k])
+        if re.match(r"^[A-Za-z_]", lines[k]):
+            break
+        k -= 1
+    names = [m.group(1) for m in DEF_NAME.finditer(" ".join(sig)) if m.group(1) not in KEYWORDS]
+    if not names or "=" in " ".join(sig).split("(")[0]:
+        return None, i
+    return names[0], max(k, 0)
+
+
+def globals_defined(text):
+    """Names of file-scope variables defined (not declared extern)."""
+    out = set()
+    for line in text.split("\n"):
+        m = re.match(r"^(?!extern|typedef|static inline|#|struct \w+ \{|enum|union)"
+                     r"[A-Za-z_][\w \*]*?\b([A-Za-z_]\w*)(\[[^\]]*\])*\s*(=|;)", line)
+        if m and "(" not in line.split("=")[0]:
+            out.add(m.group(2))
+    return out
+
+
+def graph(root, files, texts, defs):
+    owner = {}
+    for f in files:
+        if f.endswith(".c"):
+            for name, _, _ in defs[f]:
+                owner.setdefault(name, f)
+            for g in globals_defined(texts[f]):
+                owner.setdefault(g, f)
+    for f in files:  # static inline helpers of headers belong to the header
+        if f.endswith(".h"):
+            for name, _, _ in defs[f]:
+                owner.setdefault(name, f)
+    edges = {f: {} for f in files}
+    for f in files:
+        local = {n for n, _, _ in defs[f]}
+        for m in IDENT.finditer(texts[f]):
+            o = owner.get(m.group(0))
+            if o and o != f and m.group(0) not in local:
+                edges[f][o] = edges[f].get(o, 0) + 1
+        for inc in re.findall(r'#include "([^"]+)"', texts[f]):
+            for g in files:
+                if g.endswith("/" + inc) or g == inc:
+                    edges[f][g] = edges[f].get(g, 0) + 1
+    return edges
+
+
+def sccs(edges):
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in edges:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."))
+    ap.add_argument("--max-lines", type=int, default=60)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--check-max", action="store_true")
+    a = ap.parse_args()
+    files = sources(a.root)
+    texts = {f: strip_comments(open(os.path.join(a.root, f)).read()) for f in files}
+    defs = {f: functions(f, texts[f]) for f in files}
+    lens = sorted(((n, f, l + 1, ln) for f in files for n, l, ln in defs[f]), key=lambda x: -x[3])
+    sizes = sorted(x[3] for x in lens)
+    edges = graph(a.root, files, texts, defs)
+    cross = {}
+    for f, outs in edges.items():
+        for g, n in outs.items():
+            df, dg = f.split("/")[0], g.split("/")[0]
+            if df != dg:
+                cross[(df, dg)] = cross.get((df, dg), 0) + n
+    res = {
+        "functions": len(sizes),
+        "median": statistics.median(sizes) if sizes else 0,
+        "p90": sizes[int(0.9 * (len(sizes) - 1))] if sizes else 0,
+        "max": sizes[-1] if sizes else 0,
+        "over": [{"name": n, "file": f, "line": l, "lines": ln} for n, f, l, ln in lens
+                 if ln > a.max_lines],
+        "circles": sccs(edges),
+        "cross_dir_refs": {f"{x}->{y}": n for (x, y), n in sorted(cross.items())},
+    }
+    if a.json:
+        print(json.dumps(res, indent=1))
+    else:
+        print(f"functions {res['functions']}: median {res['median']} lines, "
+              f"p90 {res['p90']}, max {res['max']}")
+        for o in res["over"]:
+            print(f"  over {a.max_lines}: {o['name']} ({o['file']}:{o['line']}) {o['lines']} lines")
+        for c in res["circles"]:
+            print(f"circle of {len(c)} files: {' '.join(c)}")
+        if not res["circles"]:
+            print("no circle between files")
+        for k, n in res["cross_dir_refs"].items():
+            print(f"  references {k}: {n}")
+    return 1 if a.check_max and res["over"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
