@@ -12,3 +12,16 @@ demo_python = $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo 
 .PHONY: demo
 demo: libxpfo.la LD_PRELOAD/xpfo-run
 	PYTHONMALLOC=malloc $(top_builddir)/LD_PRELOAD/xpfo-run --stats -- $(demo_python) $(top_srcdir)/LD_PRELOAD/demo.py
+
+# xpfo-run is made here, not by configure, so that its paths are expanded
+# (configure would leave ${exec_prefix} in them) and it names the library by
+# its soname (libtool's dlname), which the runtime package ships.
+LD_PRELOAD/xpfo-run: $(top_srcdir)/LD_PRELOAD/xpfo-run.in libxpfo.la Makefile
+	$(AM_V_GEN)soname=`sed -n "s/^dlname='\(.*\)'/\1/p" libxpfo.la`; \
+	test -n "$$soname" || soname=libxpfo.so; \
+	$(MKDIR_P) LD_PRELOAD && \
+	sed -e 's|@VERSION[@]|$(VERSION)|g' -e 's|@bindir[@]|$(bindir)|g' \
+		-e 's|@libdir[@]|$(libdir)|g' -e "s|@SONAME[@]|$$soname|g" \
+		$(top_srcdir)/LD_PRELOAD/xpfo-run.in > $@.tmp && \
+	chmod +x $@.tmp && mv $@.tmp $@
+CLEANFILES += LD_PRELOAD/xpfo-run

@@ -26,8 +26,8 @@ extern "C" {
 #define XPFO_API
 #endif
 
-#define XPFO_VERSION_MAJOR 0
-#define XPFO_VERSION_MINOR 1
+/* XPFO_VERSION_MAJOR, _MINOR, _PATCH and XPFO_VERSION_STRING */
+#include "xpfo-version.h"
 
 /* The allocator under its own names, in every build (the only way in with
  * --disable-override).  Same semantics as the libc functions: NULL (or an
