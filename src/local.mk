@@ -1,3 +1,4 @@
 libxpfo_la_SOURCES += src/internal.h src/os.h src/os.c src/stats.h src/stats.c \
 	src/fatal.h src/fatal.c src/options.h src/options.c src/meta.c src/revoke.c \
-	src/init.c src/api.c src/compartment.c src/fault.c src/random.c src/pkeys.c
+	src/init.c src/api.c src/compartment.c src/fault.c src/random.c src/pkeys.c \
+	src/memfd.c

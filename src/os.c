@@ -49,6 +49,11 @@ static int injected(enum os_op op)
 	return inject[op].err;
 }
 
+int os_injected(enum os_op op)
+{
+	return injected(op);
+}
+
 int os_reserve(size_t size, size_t align, void **out)
 {
 	int e = injected(OS_OP_RESERVE);
