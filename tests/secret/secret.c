@@ -164,6 +164,33 @@ static void test_paths_and_transfer(xpfo_compartment_t *s)
 	free(small);
 }
 
+/* Freed secret runs come back as zeros: their purge must drop the file's
+ * pages (MADV_DONTNEED keeps a shared file's pages: the old bytes would
+ * come back while the allocator believes the pages clean). */
+static void test_reuse_zero(xpfo_compartment_t *s)
+{
+	xpfo_compartment_t *prev = xpfo_enter(s);
+	char *p[8];
+	for (int i = 0; i < 8; i++) {
+		p[i] = malloc(RUN);
+		tu_fill(p[i], RUN, 0x40);
+	}
+	for (int i = 0; i < 8; i++)
+		free(p[i]);
+	xpfo_flush();
+	size_t dirty = 0;
+	for (int i = 0; i < 8; i++) {
+		unsigned char *q = calloc(1, RUN);
+		for (size_t k = 0; q && k < RUN; k++)
+			dirty += q[k] != 0;
+		p[i] = (char *)q;
+	}
+	CHECK(dirty == 0, "calloc in the secret compartment after free: %zu non-zero bytes", dirty);
+	for (int i = 0; i < 8; i++)
+		free(p[i]);
+	xpfo_leave(prev);
+}
+
 static void test_stats(xpfo_compartment_t *s)
 {
 	struct xpfo_stats st;
@@ -262,6 +289,7 @@ int main(void)
 		tu_skip("memfd_secret is not available here (ENOSYS, as it should say)");
 	}
 	test_paths_and_transfer(g_s);
+	test_reuse_zero(g_s);
 	test_stats(g_s);
 	g_p = xpfo_malloc_in(g_s, RUN);
 	test_report();
