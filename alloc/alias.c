@@ -22,6 +22,7 @@ struct alias {
 	uintptr_t addr;
 	size_t len;   /* 0: a free slot */
 	int fd;       /* the allocator's descriptor of the memfd */
+	long pid;     /* the process that shared it (a fork child only lets go) */
 };
 
 static struct alias *aliases;    /* ALIAS_MAX entries (meta_alloc) */
@@ -44,7 +45,11 @@ bool alias_in(uintptr_t a, size_t len)
 /* The whole alias goes: every mapping of it, everywhere. */
 static void alias_drop(struct alias *x)
 {
-	int e = os_alias_truncate(x->fd);
+	int e = 0;
+	if (x->pid == os_getpid())
+		e = os_alias_truncate(x->fd);
+	else /* a fork child's copy: the share is its parent's to revoke */
+		os_fd_close(x->fd);
 	if (e)
 		xpfo_error("cannot truncate the memfd of a shared run at %p (errno %d): other "
 			   "processes keep its old pages, never reused here", (void *)x->addr, (long)e);
@@ -57,7 +62,7 @@ static void alias_drop(struct alias *x)
 /* Part of it goes: [lo, hi) is punched out, the rest stays shared. */
 static void alias_cut(struct alias *x, uintptr_t lo, uintptr_t hi)
 {
-	int e = os_alias_punch(x->fd, lo - x->addr, hi - lo);
+	int e = x->pid == os_getpid() ? os_alias_punch(x->fd, lo - x->addr, hi - lo) : 0;
 	if (e)
 		xpfo_error("cannot punch %z bytes out of the memfd of a shared run at %p (errno %d)",
 			   (size_t)(hi - lo), (void *)x->addr, (long)e);
@@ -129,6 +134,7 @@ static int alias_make(struct xpfo_compartment *c, struct alias *x, uintptr_t a, 
 	backing_mark(a, len);
 	x->addr = a;
 	x->len = len;
+	x->pid = os_getpid();
 	__atomic_add_fetch(&alias_live, 1, __ATOMIC_RELEASE);
 	stat_inc(aliases);
 	return 0;

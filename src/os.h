@@ -99,6 +99,9 @@ int os_alias_open(int fd, bool write, int *out);
 /* Revoke every mapping of the memfd: truncate it to nothing, seal it so it
  * can never grow again, close it. */
 int os_alias_truncate(int fd);
+/* Close a descriptor (errors ignored); this process's id. */
+void os_fd_close(int fd);
+long os_getpid(void);
 /* Punch [off, off+len) out of the memfd (its other pages stay). */
 int os_alias_punch(int fd, size_t off, size_t len);
 /* Sum of the memfd_secret mappings of this process: Size and Rss in bytes. */

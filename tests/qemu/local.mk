@@ -133,3 +133,11 @@ QEMU_TEST_BINARIES += tests/qemu/pkeys-backend$(EXEEXT) \
 	tests/qemu/apimisuse-static$(EXEEXT) tests/qemu/vmsplice-static$(EXEEXT) \
 	tests/qemu/contention-static$(EXEEXT) tests/qemu/stress-static$(EXEEXT) \
 	tests/qemu/api-static$(EXEEXT) tests/qemu/vmabudget-static$(EXEEXT)
+
+# The secret-memory interrupt measurement (not a test: kernel/README.md,
+# "Secret compartments through the allocator"); built statically for
+# kernel/test.sh --extra and tests/qemu/run.sh.
+check_PROGRAMS += tests/qemu/secret-cal
+tests_qemu_secret_cal_SOURCES = tests/qemu/secret-cal.c
+tests_qemu_secret_cal_LDADD = libxpfo.la -lpthread
+tests_qemu_secret_cal_LDFLAGS = -all-static
