@@ -62,14 +62,52 @@ static int map_file(void *addr, size_t size, int prot, int fd, void **out)
 	return 0;
 }
 
+/* Fault every page of a new secret mapping in now.  Kernels that charge
+ * RLIMIT_MEMLOCK per fault (Debian's 6.1) would otherwise raise SIGBUS at
+ * the first touch past the limit; here it is an error the allocator can
+ * return (ENOMEM).  EINVAL: a kernel without MADV_POPULATE_WRITE (before
+ * 5.14), which charges at mmap time anyway. */
+static int populate(void *p, size_t size)
+{
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+	stat_inc(madvise_syscalls);
+	if (!madvise(p, size, MADV_POPULATE_WRITE) || errno == EINVAL)
+		return 0;
+	return ENOMEM;
+}
+
+/* A new secret file mapped read-write somewhere, populated: *out (set
+ * only on success). */
+static int secret_tmp(size_t size, void **out)
+{
+	void *p = NULL;
+	int fd = secret_file(size);
+	int e = fd < 0 ? -fd : map_file(NULL, size, PROT_READ | PROT_WRITE, fd, &p);
+	if (fd >= 0)
+		close(fd); /* the mapping holds the file */
+	if (!e && (e = populate(p, size)))
+		munmap(p, size);
+	if (!e)
+		*out = p;
+	return e;
+}
+
+/* Made elsewhere and moved into place, so that the range is never open at
+ * addr before it has its protection. */
 int os_secret_map(void *addr, size_t size, enum os_prot prot)
 {
 	int saved = errno;
-	int fd = secret_file(size);
-	void *p;
-	int e = fd < 0 ? -fd : map_file(addr, size, prot_of(prot), fd, &p);
-	if (fd >= 0)
-		close(fd); /* the mapping holds the file */
+	void *tmp = NULL;
+	int e = secret_tmp(size, &tmp);
+	if (!e && prot != OS_RW && mprotect(tmp, size, prot_of(prot)))
+		e = errno;
+	stat_inc(mmap_syscalls);
+	if (!e && mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
+		e = errno;
+	if (e && tmp)
+		munmap(tmp, size);
 	errno = saved;
 	return e;
 }
@@ -126,11 +164,8 @@ int os_fresh_copy_anon(void *addr, size_t size, bool readable, enum os_prot prot
 int os_fresh_copy_secret(void *addr, size_t size, bool readable, enum os_prot prot, int key)
 {
 	int saved = errno;
-	int fd = secret_file(size);
 	void *tmp = NULL;
-	int e = fd < 0 ? -fd : map_file(NULL, size, PROT_READ | PROT_WRITE, fd, &tmp);
-	if (fd >= 0)
-		close(fd);
+	int e = secret_tmp(size, &tmp);
 	if (!e)
 		e = copy_replace(addr, size, readable, prot, key, tmp);
 	errno = saved;
