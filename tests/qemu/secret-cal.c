@@ -12,7 +12,7 @@
  * tests/qemu/run.sh can run it.  Exit 0 with the line
  *   secret-cal: mib=64 pages=16384 cal=N tlb=M ns_per_page=T
  * 77 when the kernel refuses memfd_secret, 1 on any other failure. */
-#define _GNU_SOURCE
+
 #include "xpfo.h"
 
 #include <errno.h>
