@@ -10,7 +10,7 @@
  * Runs as root in a guest (RLIMIT_MEMLOCK); statically linked so that
  * kernel/test.sh --extra DIR (first boot of each kernel) and
  * tests/qemu/run.sh can run it.  Exit 0 with the line
- *   secret-cal: mib=64 pages=16384 cal=N tlb=M ns_per_page=T
+ *   secret-cal: kernel=R mib=64 pages=16384 cal=N tlb=M ns_per_page=T ...
  * 77 when the kernel refuses memfd_secret, 1 on any other failure. */
 
 #include "xpfo.h"
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 
 static long irq_count(const char *name)
@@ -103,8 +104,10 @@ int main(int argc, char **argv)
 	xpfo_stats_get(&st, sizeof st);
 	size_t pages = (mib << 20) / 4096;
 	double ns = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / pages;
-	printf("secret-cal: mib=%zu pages=%zu cal=%ld tlb=%ld ns_per_page=%.0f secret_resident=%lu\n",
-	       mib, pages, cal0 < 0 ? -1 : cal1 - cal0, tlb0 < 0 ? -1 : tlb1 - tlb0, ns,
+	struct utsname u;
+	uname(&u);
+	printf("secret-cal: kernel=%s mib=%zu pages=%zu cal=%ld tlb=%ld ns_per_page=%.0f "
+	       "secret_resident=%lu\n", u.release, mib, pages, cal0 < 0 ? -1 : cal1 - cal0, tlb0 < 0 ? -1 : tlb1 - tlb0, ns,
 	       (unsigned long)st.secret_resident_bytes);
 	return cal0 < 0 ? 1 : 0;
 }
