@@ -63,19 +63,33 @@ static int map_file(void *addr, size_t size, int prot, int fd, void **out)
 }
 
 /* Fault every page of a new secret mapping in now.  Kernels that charge
- * RLIMIT_MEMLOCK per fault (Debian's 6.1) would otherwise raise SIGBUS at
- * the first touch past the limit; here it is an error the allocator can
- * return (ENOMEM).  EINVAL: a kernel without MADV_POPULATE_WRITE (before
- * 5.14), which charges at mmap time anyway. */
+ * RLIMIT_MEMLOCK per fault (Debian's 6.1: secretmem_fault returns
+ * VM_FAULT_SIGBUS past the limit) would otherwise kill the program at the
+ * first touch past the limit.  MADV_POPULATE_WRITE cannot do it (it is
+ * GUP, which secret memory refuses), but a kernel write into the pages can:
+ * read(2) from /dev/zero faults them in from kernel mode, where a fault
+ * that fails is EFAULT for the call, not a signal.  Newer kernels charge at
+ * mmap time (EAGAIN there). */
 static int populate(void *p, size_t size)
 {
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-	stat_inc(madvise_syscalls);
-	if (!madvise(p, size, MADV_POPULATE_WRITE) || errno == EINVAL)
-		return 0;
-	return ENOMEM;
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	char *b = p;
+	int e = 0;
+	while (size) {
+		ssize_t r = read(fd, b, size);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			e = ENOMEM; /* EFAULT: a page could not be had (the limit) */
+			break;
+		}
+		b += r;
+		size -= (size_t)r;
+	}
+	close(fd);
+	return e;
 }
 
 /* A new secret file mapped read-write somewhere, populated: *out (set
@@ -168,6 +182,52 @@ int os_fresh_copy_secret(void *addr, size_t size, bool readable, enum os_prot pr
 	int e = secret_tmp(size, &tmp);
 	if (!e)
 		e = copy_replace(addr, size, readable, prot, key, tmp);
+	errno = saved;
+	return e;
+}
+
+/* os_move_out for a range over several mappings (mremap moves one at a
+ * time: EFAULT): page by page into one new range.  A secret run is made of
+ * one file, but an earlier move of some of its pages leaves the mapping
+ * split (secret VMAs do not merge back). */
+int os_move_out_pages(void *addr, size_t size, enum os_prot prot, void **out)
+{
+	int saved = errno, e = 0;
+	char *t = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED) {
+		e = errno;
+		errno = saved;
+		return e;
+	}
+	size_t moved = 0;
+	for (; moved < size; moved += 4096)
+		if (mremap((char *)addr + moved, 4096, 4096,
+			   MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, t + moved) == MAP_FAILED) {
+			e = errno;
+			break;
+		}
+	if (!e && prot != OS_NONE && mprotect(t, size, prot_of(prot)))
+		e = errno;
+	if (e) {
+		if (os_move_back_pages(t, addr, moved))
+			os_abort(); /* cannot happen: each page was just moved */
+		munmap(t, size);
+	}
+	errno = saved;
+	if (!e)
+		*out = t;
+	return e;
+}
+
+int os_move_back_pages(void *t, void *addr, size_t size)
+{
+	int saved = errno, e = 0;
+	if (mprotect(t, size, PROT_NONE))
+		e = errno;
+	for (size_t off = 0; off < size && !e; off += 4096)
+		if (mremap((char *)t + off, 4096, 4096, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   (char *)addr + off) == MAP_FAILED)
+			e = errno;
 	errno = saved;
 	return e;
 }

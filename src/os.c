@@ -292,7 +292,7 @@ int os_move_out(void *addr, size_t size, enum os_prot prot, void **out)
 	if (t == MAP_FAILED) {
 		e = errno;
 		errno = saved;
-		return e;
+		return e == EFAULT ? os_move_out_pages(addr, size, prot, out) : e;
 	}
 	if (prot != OS_NONE && mprotect(t, size, prot_bits(prot))) {
 		e = errno;
@@ -313,7 +313,7 @@ int os_move_back(void *t, void *addr, size_t size)
 	    mremap(t, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
 	errno = saved;
-	return e;
+	return e == EFAULT ? os_move_back_pages(t, addr, size) : e;
 }
 
 /* Without /proc/self/mem.  A range that is not readable is moved away to be

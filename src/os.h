@@ -49,6 +49,10 @@ int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int
  * return 0 or an errno (os_move_out: nothing changed). */
 int os_move_out(void *addr, size_t size, enum os_prot prot, void **out);
 int os_move_back(void *t, void *addr, size_t size);
+/* The same page by page, for a range over several mappings (src/memfd.c:
+ * os_move_out and os_move_back fall back to them on EFAULT). */
+int os_move_out_pages(void *addr, size_t size, enum os_prot prot, void **out);
+int os_move_back_pages(void *t, void *addr, size_t size);
 /* Read or write this process's memory through /proc/self/mem, which
  * ignores page protections and protection keys: for the allocator's own
  * work on pages it must not open to the process (a closed compartment's).

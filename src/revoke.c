@@ -144,8 +144,9 @@ static inline bool fits(const struct range *r, size_t npages, size_t align, uint
 	if (opt.quarantine_large && !(r->flags & RF_SPARE))
 		return false;
 	/* a shared run is revoked by the flush: its pages are another
-	 * process's too until then */
-	return !alias_in(r->addr, (size_t)r->npages << PAGE_SHIFT);
+	 * process's too until then; a secret run is never taken back, so
+	 * that every secret run is one whole file (one VMA) of its own */
+	return !alias_in(r->addr, (size_t)r->npages << PAGE_SHIFT) && !secret_comp(comp_table[owner]);
 }
 
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,

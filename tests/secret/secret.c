@@ -191,6 +191,29 @@ static void test_reuse_zero(xpfo_compartment_t *s)
 	xpfo_leave(prev);
 }
 
+/* From outside (the compartment closed): calloc_in and free, small and
+ * page runs, reused; the allocator's own checks and zeroing cannot use
+ * /proc/self/mem on secret pages (it moves them away to touch them). */
+static void test_outside(xpfo_compartment_t *s)
+{
+	size_t sizes[] = { 200, 5000, RUN };
+	size_t dirty = 0;
+	for (int round = 0; round < 50; round++)
+		for (int i = 0; i < 3; i++) {
+			unsigned char *q = xpfo_calloc_in(s, 1, sizes[i]);
+			CHECK(q != NULL, "calloc_in(secret, %zu) from outside", sizes[i]);
+			if (!q)
+				return;
+			xpfo_compartment_t *prev = xpfo_enter(s);
+			for (size_t k = 0; k < sizes[i]; k++)
+				dirty += q[k] != 0;
+			memset(q, 0x5a, sizes[i]);
+			xpfo_leave(prev);
+			free(q);
+		}
+	CHECK(dirty == 0, "calloc_in from outside: %zu non-zero bytes", dirty);
+}
+
 static void test_stats(xpfo_compartment_t *s)
 {
 	struct xpfo_stats st;
@@ -290,6 +313,7 @@ int main(void)
 	}
 	test_paths_and_transfer(g_s);
 	test_reuse_zero(g_s);
+	test_outside(g_s);
 	test_stats(g_s);
 	g_p = xpfo_malloc_in(g_s, RUN);
 	test_report();
