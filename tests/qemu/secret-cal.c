@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -70,6 +71,10 @@ int main(int argc, char **argv)
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
 	size_t block = (argc > 2 ? strtoul(argv[2], NULL, 10) : 1024) << 10;
 	size_t nblocks = (mib << 20) / block;
+	/* 6.1 charges secret pages to RLIMIT_MEMLOCK even for root */
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		printf("secret-cal: cannot raise RLIMIT_MEMLOCK (errno %d)\n", errno);
 	xpfo_compartment_t *s = xpfo_compartment_create("cal", XPFO_COMPARTMENT_SECRET);
 	if (!s) {
 		printf("secret-cal: no secret compartment (errno %d)\n", errno);
