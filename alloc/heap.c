@@ -17,6 +17,7 @@
  * and misuse is fatal with the address and the compartment.
  */
 #include "internal.h"
+#include "backing.h"
 #include "pkeys.h"
 
 #include <errno.h>
@@ -348,7 +349,7 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 		return a;
 	}
 	/* a whole number of runs, so the spare fits this thread's next one */
-	size_t take = !guard && npages < GRANT_CHUNK && align_pages == 1
+	size_t take = !guard && npages < GRANT_CHUNK && align_pages == 1 && !secret_comp(c)
 			      ? npages * (GRANT_CHUNK / npages) : total;
 	a = pages_alloc(c, take, align_pages, tag, clean);
 	if (!a && take != total)

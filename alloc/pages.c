@@ -13,6 +13,7 @@
  * Everything here runs under heap_lock; syscalls (purges) run outside it.
  */
 #include "internal.h"
+#include "backing.h"
 
 #include <errno.h>
 #include <string.h>
@@ -319,6 +320,7 @@ void segs_release(size_t *idx, size_t n)
 		/* A new mapping over the span gives fresh frames and undoes the
 		 * protection splits of its VMAs.  A failure leaves old contents
 		 * behind: those segments are kept out of the pool. */
+		alias_revoke_range(heap_base + (idx[k] << SEG_SHIFT), (j - k) * SEG_SIZE);
 		int e = os_remap((void *)(heap_base + (idx[k] << SEG_SHIFT)), (j - k) * SEG_SIZE,
 				 opt.revoke == REVOKE_OFF ? OS_RW : OS_NONE);
 		if (!e) {
@@ -426,7 +428,7 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 		return false;
 	struct range r = { more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
 	if (!fresh) {
-		if (os_purge((void *)more, extra << PAGE_SHIFT)) {
+		if (backing_purge(more, extra << PAGE_SHIFT)) {
 			pages_release(&r, 1); /* never opened: back as they were */
 			return false;
 		}
@@ -467,7 +469,7 @@ void seg_purge_retained(struct segment *s, bool handover)
 	size_t p = 0;
 	while ((p = bit_next(want, p, SEG_PAGES, true)) < SEG_PAGES) {
 		size_t q = bit_next(want, p, SEG_PAGES, false);
-		int e = os_purge((void *)(seg_addr(s) + (p << PAGE_SHIFT)), (q - p) << PAGE_SHIFT);
+		int e = backing_purge(seg_addr(s) + (p << PAGE_SHIFT), (q - p) << PAGE_SHIFT);
 		if (!e) {
 			stat_inc(purges);
 			stat_add(pages_purged, q - p);

@@ -48,12 +48,15 @@ XPFO_API void xpfo_free_sized(void *p, size_t size);
 typedef struct xpfo_compartment xpfo_compartment_t;
 
 /* Flags of xpfo_compartment_create. */
-#define XPFO_COMPARTMENT_SECRET 0x1u /* memfd_secret backing (not available yet: ENOTSUP) */
+#define XPFO_COMPARTMENT_SECRET 0x1u /* pages from memfd_secret: out of the kernel's direct map */
 #define XPFO_COMPARTMENT_STRICT 0x2u /* inside it, the root heap is out of reach too */
 
 /* A new compartment: a set of pages that only code inside it may reach.
  * name: up to 47 bytes (longer is cut).  NULL with errno: EINVAL (NULL name,
- * unknown flags), ENOTSUP (SECRET), EMFILE (too many live compartments). */
+ * unknown flags), EMFILE (too many live compartments), ENOSYS (SECRET where
+ * memfd_secret is missing or disabled: one warning says why; nothing falls
+ * back to ordinary pages).  A SECRET compartment's memory counts against
+ * RLIMIT_MEMLOCK: past it, malloc inside it returns NULL with ENOMEM. */
 XPFO_API xpfo_compartment_t *xpfo_compartment_create(const char *name, unsigned flags);
 /* Revoke and free all its pages; pointers into it fault afterwards.  -1 with
  * errno: EINVAL (NULL, root, not a compartment, destroyed), EBUSY (a thread
@@ -93,6 +96,21 @@ XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
  * (no seccomp). */
 XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
 #define XPFO_LOCK_KILL 0x1u /* a denied syscall kills the process (after the report) instead of failing with EPERM */
+
+/* Flags of xpfo_share_fd. */
+#define XPFO_SHARE_READ 0x1u
+#define XPFO_SHARE_WRITE 0x2u
+/* A new file descriptor whose contents are the pages of the allocation p (a
+ * page run; 4096 bytes or more), to pass to another process (for example
+ * with SCM_RIGHTS).  The allocation is backed by a memfd from then on
+ * (moved there in place, same address).  When it is freed, transferred or
+ * its compartment destroyed, the revocation reaches every alias: the memfd
+ * is truncated and sealed, so other mappings fault with SIGBUS.  The caller
+ * closes the returned descriptor.  -1 with errno: EINVAL (not a live
+ * page-run allocation of the caller's compartment, a secret compartment's,
+ * bad flags, revoke=off), EMFILE (4096 runs shared at once), or the errno
+ * of the failed syscall. */
+XPFO_API int xpfo_share_fd(void *p, unsigned flags);
 
 /* The compartment plain malloc allocates in outside any other compartment. */
 XPFO_API xpfo_compartment_t *xpfo_root(void);
@@ -193,6 +211,11 @@ struct xpfo_stats {
 	uint64_t sandbox_denied;      /* system calls of locked threads denied (filter or executor) */
 	uint64_t sandbox_granted;     /* executor: protection changes it let through after checking */
 	uint64_t sandbox_passed;      /* executor: memory calls outside the heap and metadata */
+	/* secret compartments and alias views */
+	uint64_t secret_mapped_bytes;   /* now: memfd_secret mappings (smaps Size) */
+	uint64_t secret_resident_bytes; /* now: their resident frames (smaps Rss) */
+	uint64_t aliases;               /* now: page runs shared with xpfo_share_fd */
+	uint64_t alias_revocations;     /* aliases truncated (or punched) with their pages */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

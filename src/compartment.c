@@ -17,6 +17,7 @@
  * (comp_fork_lock, then init.c's).
  */
 #include "internal.h"
+#include "backing.h"
 #include "pkeys.h"
 
 #include <errno.h>
@@ -110,7 +111,7 @@ static void span_apply(struct spans *sp, uintptr_t a, uintptr_t end)
 		sp->err = e;
 	sp->failed_pages += len >> PAGE_SHIFT;
 	/* a close that failed: the frames go (no split needed), or we stop */
-	if (sp->closing && (!sp->purge || os_purge((void *)a, len)))
+	if (sp->closing && (!sp->purge || backing_purge(a, len)))
 		xpfo_fatal("cannot close %u pages at %p (errno %d) nor release them", len >> PAGE_SHIFT,
 			   (void *)a, (long)e);
 }
@@ -414,8 +415,9 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsign
 		errno = EINVAL;
 		return NULL;
 	}
-	if (flags & XPFO_COMPARTMENT_SECRET) {
-		errno = ENOTSUP;
+	int se = flags & XPFO_COMPARTMENT_SECRET ? secret_create_check() : 0;
+	if (se) {
+		errno = se;
 		return NULL;
 	}
 	struct xpfo_compartment *c = NULL;
@@ -716,7 +718,9 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 	bool readable = off || from == &comp_root || from_key > 0 || from->open;
 	enum os_prot prot = off || to == &comp_root || to_key > 0 || to->open ? OS_RW : OS_NONE;
 	int key = to_key > 0 ? to_key : prot == OS_RW ? key_plain() : key_revoked();
-	int e = os_fresh_copy(p, npages << PAGE_SHIFT, readable, prot, key);
+	int e = backing_transfer(from, to, a, npages << PAGE_SHIFT, readable, prot, key);
+	if (e < 0)
+		e = os_fresh_copy(p, npages << PAGE_SHIFT, readable, prot, key);
 	if (from_key > 0)
 		pkeys_write(saved_rights);
 	if (!e) {
@@ -871,7 +875,7 @@ static void destroy_runs(struct destroy_list *dl)
 		}
 		stat_inc(revoke_syscalls);
 		stat_add(pages_revoked, r->npages);
-		if (os_purge((void *)r->addr, len) == 0) {
+		if (backing_purge(r->addr, len) == 0) {
 			stat_inc(purges);
 			stat_add(pages_purged, r->npages);
 			continue;

@@ -4,6 +4,7 @@
  * Faults elsewhere go to the handler the program had, untouched.  The handler
  * allocates nothing and takes no lock. */
 #include "internal.h"
+#include "backing.h"
 #include "arch.h"
 
 #include <signal.h>
@@ -44,7 +45,8 @@ static void describe_owner(char *buf, size_t n, uintptr_t a)
 		uintptr_t base = seg_addr(head);
 		if (!head->releasing && a < base + ((uintptr_t)head->huge_pages << PAGE_SHIFT)) {
 			struct xpfo_compartment *c = comp_table[head->owner];
-			fmt_str(buf, n, "owned by compartment \"%s\"", c ? c->name : "?");
+			fmt_str(buf, n, "owned by %scompartment \"%s\"", secret_comp(c) ? "secret " : "",
+				c ? c->name : "?");
 			return;
 		}
 		/* past a live huge block, the rest of its last segment: its guard */
@@ -74,13 +76,14 @@ static void describe_owner(char *buf, size_t n, uintptr_t a)
 		return;
 	case PG_PENDING: {
 		struct xpfo_compartment *c = aux < MAX_COMPARTMENTS ? comp_table[aux] : NULL;
-		fmt_str(buf, n, "owned by compartment \"%s\" (freed, revocation queued)",
-			c ? c->name : "?");
+		fmt_str(buf, n, "owned by %scompartment \"%s\" (freed, revocation queued)",
+			secret_comp(c) ? "secret " : "", c ? c->name : "?");
 		return;
 	}
 	default: {
 		struct xpfo_compartment *c = aux < MAX_COMPARTMENTS ? comp_table[aux] : NULL;
-		fmt_str(buf, n, "owned by compartment \"%s\"", c ? c->name : "?");
+		fmt_str(buf, n, "owned by %scompartment \"%s\"", secret_comp(c) ? "secret " : "",
+			c ? c->name : "?");
 		return;
 	}
 	}

@@ -49,6 +49,11 @@ static int injected(enum os_op op)
 	return inject[op].err;
 }
 
+int os_injected(enum os_op op)
+{
+	return injected(op);
+}
+
 int os_reserve(size_t size, size_t align, void **out)
 {
 	int e = injected(OS_OP_RESERVE);
@@ -304,7 +309,7 @@ int os_move_out(void *addr, size_t size, enum os_prot prot, void **out)
 	if (t == MAP_FAILED) {
 		e = errno;
 		errno = saved;
-		return e;
+		return e == EFAULT ? os_move_out_pages(addr, size, prot, out) : e;
 	}
 	if (prot != OS_NONE && mprotect(t, size, prot_bits(prot))) {
 		e = errno;
@@ -325,7 +330,7 @@ int os_move_back(void *t, void *addr, size_t size)
 	    mremap(t, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
 	errno = saved;
-	return e;
+	return e == EFAULT ? os_move_back_pages(t, addr, size) : e;
 }
 
 /* Without /proc/self/mem.  A range that is not readable is moved away to be

@@ -18,7 +18,10 @@ enum os_prot { OS_NONE = 0, OS_READ = 1, OS_RW = 3 };
  * address space (heap, metadata, temporaries), PROTECT every protection
  * change, PURGE madvise and remapping, MEM /proc/self/mem (ENOSYS: as if it
  * could not be opened). */
-enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_MEM, OS_OP_COUNT };
+enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_MEM, OS_OP_SECRET, OS_OP_ALIAS,
+	     OS_OP_COUNT };
+/* SECRET covers memfd_secret (creation and mapping), ALIAS the memfds of
+ * xpfo_share_fd (creation, mapping, truncation). */
 
 /* Reserve size bytes of inaccessible address space aligned to align (a power
  * of two >= page size).  *out gets the address. */
@@ -46,6 +49,10 @@ int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int
  * return 0 or an errno (os_move_out: nothing changed). */
 int os_move_out(void *addr, size_t size, enum os_prot prot, void **out);
 int os_move_back(void *t, void *addr, size_t size);
+/* The same page by page, for a range over several mappings (src/memfd.c:
+ * os_move_out and os_move_back fall back to them on EFAULT). */
+int os_move_out_pages(void *addr, size_t size, enum os_prot prot, void **out);
+int os_move_back_pages(void *t, void *addr, size_t size);
 /* Read or write this process's memory through /proc/self/mem, which
  * ignores page protections and protection keys: for the allocator's own
  * work on pages it must not open to the process (a closed compartment's).
@@ -74,11 +81,47 @@ _Noreturn void os_abort(void);
  * (os_read_file, os_count_vmas: EPERM). */
 void os_sandbox_lock(void);
 
+/* ---- secret memory and alias mappings (src/memfd.c) ------------------
+ * Same contract.  os_secret_probe: can this process create memfd_secret
+ * files (ENOSYS: the kernel has none, or secretmem.enable is off).
+ * os_secret_map: back [addr, addr+size) by a new memfd_secret file of its
+ * own (MAP_SHARED | MAP_FIXED, protection prot): fresh frames, out of the
+ * kernel's direct map; the descriptor is closed, so the mapping is the
+ * file's only reference and unmapping it frees the frames.  EAGAIN/ENOMEM
+ * past RLIMIT_MEMLOCK. */
+int os_secret_probe(void);
+int os_secret_map(void *addr, size_t size, enum os_prot prot);
+/* Replace [addr, addr+size) by anonymous frames holding the same bytes, with
+ * protection prot (key: pkey_mprotect, < 0 none), without reading it through
+ * /proc/self/mem (which cannot read secret memory) and without opening it at
+ * its own address; the old mapping's frames leave the process. */
+int os_fresh_copy_anon(void *addr, size_t size, bool readable, enum os_prot prot, int key);
+/* The same, into a new memfd_secret file (as os_secret_map). */
+int os_fresh_copy_secret(void *addr, size_t size, bool readable, enum os_prot prot, int key);
+/* Move the bytes of the readable range [addr, addr+size) into a new memfd,
+ * mapped shared at the same address with protection prot; *fd gets the
+ * memfd (close-on-exec, sealable). */
+int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, int *fd);
+/* A new descriptor of the same file, read-only or read-write. */
+int os_alias_open(int fd, bool write, int *out);
+/* Revoke every mapping of the memfd: truncate it to nothing, seal it so it
+ * can never grow again, close it. */
+int os_alias_truncate(int fd);
+/* Close a descriptor (errors ignored); this process's id. */
+void os_fd_close(int fd);
+long os_getpid(void);
+/* Punch [off, off+len) out of the memfd (its other pages stay). */
+int os_alias_punch(int fd, size_t off, size_t len);
+/* Sum of the memfd_secret mappings of this process: Size and Rss in bytes. */
+int os_secret_usage(uint64_t *mapped, uint64_t *resident);
+
 /* Test seam: make the next `count` calls of op fail with err after `skip`
  * successful ones (count 0 disarms). */
 void os_inject(enum os_op op, int err, unsigned skip, unsigned count);
 /* Test seam exported for the test programs (tests/testutil.h declares it):
  * os_inject with op as an int; -1 with EINVAL for an unknown op. */
 int xpfo__test_inject(int op, int err, unsigned skip, unsigned count);
+/* For the OS layer's other files: the errno to fake for op now, or 0. */
+int os_injected(enum os_op op);
 
 #endif

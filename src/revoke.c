@@ -23,6 +23,7 @@
  * revoke=eager applies every run as it comes, the baseline.
  */
 #include "internal.h"
+#include "backing.h"
 
 #include <errno.h>
 
@@ -142,7 +143,10 @@ static inline bool fits(const struct range *r, size_t npages, size_t align, uint
 		return false;
 	if (opt.quarantine_large && !(r->flags & RF_SPARE))
 		return false;
-	return true;
+	/* a shared run is revoked by the flush: its pages are another
+	 * process's too until then; a secret run is never taken back, so
+	 * that every secret run is one whole file (one VMA) of its own */
+	return !alias_in(r->addr, (size_t)r->npages << PAGE_SHIFT) && !secret_comp(comp_table[owner]);
 }
 
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
@@ -245,7 +249,9 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 		bool foreign = false;
 		for (unsigned k = i; k < j && !foreign; k++)
 			foreign = r[k].owner != seg_of(r[k].addr)->owner;
-		int e = len >= min || foreign ? os_purge((void *)r[i].addr, len) : -1;
+		/* secret or aliased pages: always, and never reused unpurged */
+		foreign = foreign || backing_special(r[i].addr, len);
+		int e = len >= min || foreign ? backing_purge(r[i].addr, len) : -1;
 		if (!e) {
 			stat_inc(purges);
 			stat_add(pages_purged, len >> PAGE_SHIFT);
@@ -305,7 +311,7 @@ static void vma_check(bool failed)
  * the next owner's calloc zeroes them. */
 static bool release_unprotected(uintptr_t a, size_t len)
 {
-	if (os_purge((void *)a, len))
+	if (backing_purge(a, len))
 		return false;
 	stat_inc(purges);
 	stat_add(pages_purged, len >> PAGE_SHIFT);
@@ -474,6 +480,9 @@ int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 
 int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
+	int se = secret_back(c, addr, len); /* a secret compartment's new frames */
+	if (se)
+		return se;
 	if (c == &comp_root || opt.revoke == REVOKE_OFF)
 		return grant_locked(c, addr, len);
 	/* the lock keeps c's key and open state still meanwhile */

@@ -1,6 +1,7 @@
 /* stats.c - counters: xpfo_stats_get, xpfo_stats_print (text) and
  * xpfo_stats_print_json. */
 #include "internal.h"
+#include "backing.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -96,6 +97,8 @@ void stats_fill(struct xpfo_stats *s)
 	s->vma_budget = L(vma_budget);
 	s->keys_in_use = L(keys_in_use);
 	s->live_guards = L(live_guards);
+	s->aliases = L(aliases);
+	secret_usage(&s->secret_mapped_bytes, &s->secret_resident_bytes);
 #undef L
 	long v = os_count_vmas(heap_base, heap_end);
 	s->vmas = v > 0 ? (uint64_t)v : 0;
@@ -211,6 +214,10 @@ static void print_summary(int fd, const struct xpfo_stats *s)
 	line(fd, "xpfo:   address      %u segments, %u VMAs in the heap (vm.max_map_count %u, budget %u%s), %u live guard pages (%u not made)",
 	     s->segments, s->vmas, s->vma_limit, s->vma_budget, s->degraded ? ", over it: degraded" : "",
 	     s->live_guards, s->guards_skipped);
+	if (s->secret_mapped_bytes || s->aliases || s->alias_revocations)
+		line(fd, "xpfo:   secret       %u KiB mapped, %u KiB resident; %u runs shared, %u alias revocations",
+		     s->secret_mapped_bytes >> 10, s->secret_resident_bytes >> 10, s->aliases,
+		     s->alias_revocations);
 }
 
 XPFO_EXPORT void xpfo_stats_print(int fd)

@@ -114,8 +114,30 @@ tests_qemu_contention_static_LDFLAGS = $(qemu_static_ldflags)
 tests_qemu_vmabudget_static_LDFLAGS = $(qemu_static_ldflags)
 tests_qemu_apimisuse_static_LDFLAGS = $(qemu_static_ldflags)
 tests_qemu_pkeys_backend_LDFLAGS = $(qemu_static_ldflags)
+# tests/secret and tests/alias in the guest (tests/qemu/pkeys-rig.sh boots
+# with secretmem.enable=1, which Debian's 6.1 kernel needs for memfd_secret).
+check_PROGRAMS += tests/qemu/secret-static tests/qemu/alias-static
+tests_qemu_secret_static_SOURCES = tests/secret/secret.c $(tests_common)
+tests_qemu_alias_static_SOURCES = tests/alias/alias.c $(tests_common)
+tests_qemu_secret_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_alias_static_CPPFLAGS = $(qemu_static_cppflags)
+tests_qemu_secret_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_alias_static_CFLAGS = $(qemu_static_cflags)
+tests_qemu_secret_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_alias_static_LDADD = $(qemu_static_ldadd)
+tests_qemu_secret_static_LDFLAGS = $(qemu_static_ldflags)
+tests_qemu_alias_static_LDFLAGS = $(qemu_static_ldflags)
+QEMU_TEST_BINARIES += tests/qemu/secret-static$(EXEEXT) tests/qemu/alias-static$(EXEEXT)
 QEMU_TEST_BINARIES += tests/qemu/pkeys-backend$(EXEEXT) \
 	tests/qemu/isolation-static$(EXEEXT) tests/qemu/misuse-static$(EXEEXT) \
 	tests/qemu/apimisuse-static$(EXEEXT) tests/qemu/vmsplice-static$(EXEEXT) \
 	tests/qemu/contention-static$(EXEEXT) tests/qemu/stress-static$(EXEEXT) \
 	tests/qemu/api-static$(EXEEXT) tests/qemu/vmabudget-static$(EXEEXT)
+
+# The secret-memory interrupt measurement (not a test: kernel/README.md,
+# "Secret compartments through the allocator"); built statically for
+# kernel/test.sh --extra and tests/qemu/run.sh.
+check_PROGRAMS += tests/qemu/secret-cal
+tests_qemu_secret_cal_SOURCES = tests/qemu/secret-cal.c
+tests_qemu_secret_cal_LDADD = libxpfo.la -lpthread
+tests_qemu_secret_cal_LDFLAGS = -all-static
