@@ -134,9 +134,16 @@ int main(int argc, char **argv)
 #define X(f) printf("%-18s %12llu %12llu\n", #f, (unsigned long long)u.d.f, (unsigned long long)l.d.f);
 	FIELDS(X)
 #undef X
-#define X(f) CHECK(strcmp(#f, "sandbox_granted") == 0 || u.d.f == l.d.f, "%s differs", #f);
+	/* Every count is equal but the revoking syscalls, which depend on how
+	 * freed runs coalesce at a flush: about one run in 4 a span differs by
+	 * one (25,963 against 25,964 here), so they may differ by 0.1%. */
+#define X(f) CHECK(strcmp(#f, "sandbox_granted") == 0 || strcmp(#f, "revoke_syscalls") == 0 || \
+		   u.d.f == l.d.f, "%s differs", #f);
 	FIELDS(X)
 #undef X
+	CHECK(u.d.revoke_syscalls - l.d.revoke_syscalls + u.d.revoke_syscalls / 1000 <=
+		      2 * (u.d.revoke_syscalls / 1000),
+	      "revoke_syscalls differ by more than 0.1%%");
 	CHECK(l.d.sandbox_denied == 0, "%llu calls denied", (unsigned long long)l.d.sandbox_denied);
 	CHECK(l.d.sandbox_granted >= l.d.grant_syscalls, "executor let through %llu, grants %llu",
 	      (unsigned long long)l.d.sandbox_granted, (unsigned long long)l.d.grant_syscalls);
