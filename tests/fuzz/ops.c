@@ -73,12 +73,13 @@ static int comp_arg(struct fz_in *in)
 	return b == NCOMP ? ROOT : (int)b;
 }
 
+/* Blocks of RUN_MIN (4096) bytes or more, and alignments above a page, are
+ * page runs (transferable); everything else lives in a slab. */
 static enum kind kind_of(size_t size, size_t align)
 {
-	size_t small_max = 16384 - canary_bytes;
-	if (size > small_max || align > 4096)
+	if (size >= RUN_MIN || align > 4096)
 		return K_RUN;
-	return align ? K_UNKNOWN : K_SMALL;
+	return K_SMALL;
 }
 
 static void slot_check(struct mslot *s, const char *what)
