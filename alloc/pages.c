@@ -6,7 +6,7 @@
  * page has an out-of-line entry (internal.h, enum page_type) and a bit in
  * free_map.  A page is PG_FREE only after its revocation was applied, so any
  * page this file hands out is already inaccessible to its previous owner
- * (invariant I2): the gather (src/revoke.c) is the only caller of
+ * (invariant I2): the gather (alloc/revoke.c) is the only caller of
  * pages_release().  A segment goes back to the unused pool only when all its
  * pages are free, and is purged first, so a new owner gets fresh frames.
  *

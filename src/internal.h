@@ -145,7 +145,7 @@ extern union sealed_page xpfo_sealed;
 
 struct tstate;
 struct xpfo_compartment;
-/* ---- src/pkeys.c: the pkeys backend ------------------------------------
+/* ---- alloc/pkeys.c: the pkeys backend ------------------------------------
  * Keys: 0 for everything not in the heap and for root's pages; key_alloc
  * for free pages (and the metadata when sealed); one per keyed compartment.
  * A thread's rights register opens key 0 and its compartment's key. */
@@ -281,7 +281,7 @@ enum range_kind { RK_RUN, RK_HUGE };
 #define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */
 #define GATHER_NIL 0xffff
 
-/* The gather: a thread's queue of pending revocations (src/revoke.c).
+/* The gather: a thread's queue of pending revocations (alloc/revoke.c).
  * Entries are also indexed by size, so the thread can take a run back. */
 struct gather {
 	unsigned n;                       /* slots used, removed ones included */
@@ -344,7 +344,7 @@ struct tstate {
 	struct gather g;
 };
 
-/* ---- src/init.c -------------------------------------------------------- */
+/* ---- api/init.c -------------------------------------------------------- */
 extern pthread_mutex_t heap_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
@@ -371,7 +371,7 @@ static inline uint32_t page_entry(struct segment *s, uintptr_t p)
 	return __atomic_load_n(&s->page[(p >> PAGE_SHIFT) & (SEG_PAGES - 1)], __ATOMIC_ACQUIRE);
 }
 
-/* ---- src/meta.c: out-of-line metadata region --------------------------- */
+/* ---- alloc/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
 bool meta_owns(const void *p);       /* anywhere in the metadata region */
 bool meta_pool_owns(const void *p);  /* in its pool (thread states, compartments) */
@@ -422,7 +422,7 @@ void segs_queue(size_t *rel, size_t *nrel, size_t i);
 static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
 static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
 
-/* ---- src/revoke.c: the gather ----------------------------------------- */
+/* ---- alloc/revoke.c: the gather ----------------------------------------- */
 enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_SWITCH, FR_OTHER };
 /* Queue a freed run for revocation (its page entries become PG_PENDING). */
 void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
@@ -461,7 +461,7 @@ void heap_zero_in(uint16_t owner, void *p, size_t n);
 unsigned heap_hard_flags(void);
 void heap_walk_check(void);              /* debug: invariant walk */
 
-/* ---- src/compartment.c ------------------------------------------------ */
+/* ---- alloc/compartment.c ------------------------------------------------ */
 struct xpfo_compartment *comp_check(const struct xpfo_compartment *c); /* NULL + errno */
 struct theap *theap_for(struct tstate *t, struct xpfo_compartment *c);
 void comp_thread_exit(struct tstate *t);
@@ -475,10 +475,10 @@ void comp_fork_unlock(bool child);
 /* The STRICT compartment root is closed for, or NULL (root is open). */
 const char *comp_root_closed_by(void);
 
-/* ---- src/fault.c ------------------------------------------------------- */
+/* ---- api/fault.c ------------------------------------------------------- */
 void fault_install(void);
 
-/* ---- src/stats.c ------------------------------------------------------- */
+/* ---- api/stats.c ------------------------------------------------------- */
 void stats_fill(struct xpfo_stats *s);
 void stats_merge_thread(struct tstate *t);
 void stats_fork_lock(bool lock);             /* fork: take or drop the merge lock */

@@ -3,7 +3,7 @@
 
     tools/metrics.py [--root DIR] [--max-lines N] [--json]
 
-Reads the library's sources (src/, alloc/, arch/, LD_PRELOAD/) as text; it
+Reads the library's sources (src/, alloc/, api/, arch/, LD_PRELOAD/) as text; it
 compiles nothing.  Reports:
 
 * function lengths (lines from the signature to the closing brace, both
@@ -28,7 +28,7 @@ import re
 import statistics
 import sys
 
-DIRS = ["src", "alloc", "arch", "LD_PRELOAD"]
+DIRS = ["src", "alloc", "api", "arch", "LD_PRELOAD"]
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEF_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
