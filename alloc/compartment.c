@@ -17,6 +17,7 @@
  * (comp_fork_lock, then init.c's).
  */
 #include "internal.h"
+#include "owner.h"
 #include "pkeys.h"
 
 #include <errno.h>
@@ -152,16 +153,14 @@ static void span_add(struct spans *sp, uintptr_t a, size_t len, bool queued)
 
 /* Pages of carved segment s owned by c: live ones, and queued ones too when
  * closing. */
+static void span_of_owner(uintptr_t a, size_t npages, bool pending, void *sp)
+{
+	span_add(sp, a, npages << PAGE_SHIFT, pending);
+}
+
 static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, bool closing)
 {
-	uintptr_t base = seg_addr(s);
-	for (size_t p = 0; p < SEG_PAGES; p++) {
-		uint32_t e = __atomic_load_n(&s->page[p], __ATOMIC_RELAXED);
-		unsigned t = PG_TYPE(e);
-		bool live = t == PG_SLAB || t == PG_LARGE || t == PG_TAIL;
-		if ((live || (closing && t == PG_PENDING)) && s->aux[p] == id)
-			span_add(sp, base + (p << PAGE_SHIFT), PAGE_SIZE, !live);
-	}
+	owner_walk(s, id, OW_LIVE | (closing ? OW_PENDING : 0), span_of_owner, sp);
 }
 
 /* heap_lock held: collect c's spans (changing at once those with queued
@@ -673,21 +672,15 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 		errno = EINVAL;
 		return -1;
 	}
-	struct segment *s = seg_of(a);
-	size_t npages;
-	uint16_t from_id;
-	uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
-	if (kind == SEG_HUGE && !s->releasing) {
-		npages = s->huge_pages;
-		from_id = s->owner;
-	} else if (kind == SEG_PAGES_K && PG_TYPE(page_entry(s, a)) == PG_LARGE) {
-		npages = PG_VAL(page_entry(s, a));
-		from_id = page_owner(s, a);
-	} else {
+	struct blk b;
+	if (owner_lookup(a, &b) != BLK_OK || b.kind == BK_SMALL) {
 		errno = EINVAL; /* small, interior, freed or not a block */
 		return -1;
 	}
-	struct xpfo_compartment *from = comp_table[from_id];
+	struct segment *s = b.seg;
+	size_t npages = b.usable >> PAGE_SHIFT;
+	uint8_t kind = b.kind == BK_HUGE ? SEG_HUGE : SEG_PAGES_K;
+	struct xpfo_compartment *from = comp_table[b.owner];
 	if (!from) {
 		errno = EINVAL;
 		return -1;
@@ -718,12 +711,7 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 			seg_list_del(from, s);
 			seg_list_add(to, s);
 		} else {
-			size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
-			/* the run's guard page goes with it */
-			size_t n = npages + (i + npages < SEG_PAGES &&
-					     PG_TYPE(s->page[i + npages]) == PG_GUARD);
-			for (size_t k = 0; k < n; k++)
-				__atomic_store_n(&s->aux[i + k], to->id, __ATOMIC_RELAXED);
+			owner_set_owner(a, npages, to->id); /* its guard page too */
 			if (s->owner != to->id)
 				add_xseg(to, (uint32_t)seg_index(s));
 		}
@@ -776,14 +764,24 @@ static void dl_add(struct destroy_list *dl, uintptr_t a, size_t np, uint32_t gen
 /* Live pages of s owned by id into dl.  Queued ones stay with the gathers
  * that hold them: those revoke and release them as usual (the segment
  * keeps its gen, so nobody else's queued runs in it are dropped). */
+static void collect_span(uintptr_t a, size_t npages, bool pending, void *dl)
+{
+	(void)pending;
+	dl_add(dl, a, npages, seg_of(a)->gen);
+}
+
 static void collect_owned(struct destroy_list *dl, struct segment *s, uint16_t id)
 {
-	uintptr_t base = seg_addr(s);
-	for (size_t p = 0; p < SEG_PAGES; p++) {
-		unsigned t = PG_TYPE(s->page[p]);
-		if ((t == PG_SLAB || t == PG_LARGE || t == PG_TAIL || t == PG_GUARD) && s->aux[p] == id)
-			dl_add(dl, base + (p << PAGE_SHIFT), 1, s->gen);
-	}
+	owner_walk(s, id, OW_LIVE | OW_GUARD, collect_span, dl);
+}
+
+/* the slab starting at page a of a destroyed segment: its metadata goes */
+static void free_slab_head(uintptr_t a, uint32_t id, void *unused)
+{
+	(void)unused;
+	struct slab *sl = &slab_table[id];
+	if (sl->base == a)
+		slab_meta_free(sl);
 }
 
 /* A huge allocation of the destroyed compartment: all its segments go back
@@ -811,24 +809,8 @@ static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
 static void destroy_carved(struct xpfo_compartment *c, struct segment *s, struct destroy_list *dl,
 			   size_t *rel, size_t *nrel)
 {
-	uintptr_t base = seg_addr(s);
-	size_t foreign = 0, mine = 0;
-	for (size_t p = 0; p < SEG_PAGES; p++) {
-		uint32_t e = s->page[p];
-		unsigned t = PG_TYPE(e);
-		if (t == PG_FREE)
-			continue;
-		if (s->aux[p] != c->id && t != PG_QUAR) {
-			foreign++;
-			continue;
-		}
-		mine++;
-		if (t == PG_SLAB) {
-			struct slab *sl = &slab_table[PG_VAL(e)];
-			if (sl->base == base + (p << PAGE_SHIFT))
-				slab_meta_free(sl);
-		}
-	}
+	size_t foreign, mine;
+	owner_census(s, c->id, &mine, &foreign, free_slab_head, NULL);
 	if (!foreign) {
 		size_t dirty = SEG_PAGES;
 		for (size_t w = 0; w < SEG_WORDS; w++)
@@ -869,7 +851,7 @@ static void destroy_runs(struct destroy_list *dl)
 		}
 		pthread_mutex_lock(&heap_lock);
 		if (seg_of(r->addr)->gen == r->gen)
-			pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
+			owner_set_quarantined(r->addr, r->npages, r->owner);
 		pthread_mutex_unlock(&heap_lock);
 		stat_inc(revoke_failures);
 		stat_add(pages_quarantined, r->npages);

@@ -7,6 +7,7 @@
  * Nothing here is ever inside a user allocation's pages.
  */
 #include "internal.h"
+#include "owner.h"
 
 #include <string.h>
 

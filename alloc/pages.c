@@ -13,6 +13,7 @@
  * Everything here runs under heap_lock; syscalls (purges) run outside it.
  */
 #include "internal.h"
+#include "owner.h"
 
 #include <errno.h>
 #include <string.h>
@@ -190,7 +191,7 @@ static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsign
 	s->free_pages = SEG_PAGES;
 	memset(s->free_map, 0xff, sizeof s->free_map);
 	memset(s->clean_map, 0xff, sizeof s->clean_map);
-	memset(s->page, 0, sizeof s->page);
+	owner_reset(s);
 	seg_list_add(c, s);
 }
 
@@ -205,10 +206,7 @@ static bool seg_take_pages(struct segment *s, size_t i, size_t n, uint16_t owner
 	bit_fill(s->clean_map, i, n, false);
 	/* the owner from the start: an open/close walk that runs before the
 	 * run is set up must already count these pages as the owner's */
-	for (size_t k = 0; k < n; k++) {
-		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_TAIL, k), __ATOMIC_RELAXED);
-	}
+	owner_set_taken(seg_addr(s) + (i << PAGE_SHIFT), n, owner);
 	stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, (int64_t)clean);
 	stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)n);
 	return clean == n;
@@ -266,32 +264,6 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 	pthread_mutex_unlock(&heap_lock);
 	*clean = true;
 	return s ? seg_addr(s) : 0;
-}
-
-void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t owner)
-{
-	struct segment *s = seg_of(addr);
-	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
-	unsigned type = PG_TYPE(head_entry);
-	/* slab pages all name the slab; a live run's tails point back at its
-	 * head; a queued or quarantined run's tails say only that */
-	uint32_t tail = type == PG_SLAB ? head_entry : type == PG_LARGE ? 0 : PG_MAKE(type, 0);
-	for (size_t k = 0; k < npages; k++) {
-		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], !k ? head_entry : tail ? tail : PG_MAKE(PG_TAIL, k),
-				 __ATOMIC_RELEASE);
-	}
-}
-
-void pages_set_retired(uintptr_t addr, size_t npages, unsigned cls, uint16_t owner)
-{
-	struct segment *s = seg_of(addr);
-	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
-	for (size_t k = 0; k < npages; k++) {
-		uint32_t v = (k ? 0 : (uint32_t)npages) | PG_SLAB_INFO(cls, k);
-		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_PENDING, v), __ATOMIC_RELEASE);
-	}
 }
 
 /* Mark pages [i, i+n) of a carved segment clean (heap_lock held). */
@@ -377,13 +349,7 @@ void pages_release(const struct range *r, unsigned n)
 			continue;
 		}
 		size_t i = (r[k].addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
-		for (size_t m = 0; m < r[k].npages; m++) {
-			/* a retired slab's page keeps what it was (double free reports) */
-			uint32_t was = s->page[i + m];
-			uint32_t info = PG_TYPE(was) == PG_PENDING ? PG_VAL(was) & PG_INFO_MASK : 0;
-			__atomic_store_n(&s->aux[i + m], serial, __ATOMIC_RELAXED);
-			__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, info), __ATOMIC_RELEASE);
-		}
+		owner_set_free(r[k].addr, r[k].npages, serial);
 		bit_fill(s->free_map, i, r[k].npages, true);
 		if (r[k].purged)
 			seg_mark_clean(s, i, r[k].npages);
@@ -415,7 +381,7 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
 	size_t extra = new_npages - npages;
 	uintptr_t more = addr + (npages << PAGE_SHIFT);
-	uint16_t owner = page_owner(s, addr);
+	uint16_t owner = owner_of_page(s, addr);
 	if (s->kind != SEG_PAGES_K || i + new_npages > SEG_PAGES)
 		return false;
 	pthread_mutex_lock(&heap_lock);
@@ -448,7 +414,7 @@ static void seg_quarantine_free(struct segment *s, size_t p, size_t q, int err)
 {
 	bit_fill(s->free_map, p, q - p, false);
 	s->free_pages -= (uint32_t)(q - p);
-	pages_set_run(seg_addr(s) + (p << PAGE_SHIFT), q - p, PG_MAKE(PG_QUAR, q - p), s->owner);
+	owner_set_quarantined(seg_addr(s) + (p << PAGE_SHIFT), q - p, s->owner);
 	stat_inc(revoke_failures);
 	stat_add(pages_quarantined, q - p);
 	xpfo_warn("cannot purge %u free pages at %p changing owner (error %d): quarantined",

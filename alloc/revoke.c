@@ -23,6 +23,7 @@
  * revoke=eager applies every run as it comes, the baseline.
  */
 #include "internal.h"
+#include "owner.h"
 
 #include <errno.h>
 
@@ -61,10 +62,8 @@ static void set_pending(const struct range *r)
 {
 	if (r->kind == RK_HUGE)
 		__atomic_store_n(&seg_of(r->addr)->releasing, 1, __ATOMIC_RELEASE);
-	else if (RF_CLASS_OF(r->flags) >= 0)
-		pages_set_retired(r->addr, r->npages, (unsigned)RF_CLASS_OF(r->flags), r->owner);
 	else
-		pages_set_run(r->addr, r->npages, PG_MAKE(PG_PENDING, r->npages), r->owner);
+		owner_set_pending(r->addr, r->npages, RF_CLASS_OF(r->flags), r->owner);
 }
 
 static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
@@ -181,10 +180,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		return 0; /* could not reopen it */
 	}
 	if (k == RK_RUN) {
-		struct segment *sg = seg_of(a);
-		size_t pi = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
-		for (size_t m = 0; m < npages; m++)
-			__atomic_store_n(&sg->page[pi + m], PG_MAKE(PG_TAIL, m), __ATOMIC_RELEASE);
+		owner_set_reclaimed(a, npages);
 	} else {
 		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
 	}
@@ -263,7 +259,7 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 static void quarantine(struct range *r)
 {
 	if (r->kind == RK_RUN)
-		pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
+		owner_set_quarantined(r->addr, r->npages, r->owner);
 	stat_inc(revoke_failures);
 	stat_add(pages_quarantined, r->npages);
 	r->npages = 0; /* dropped from the release below */
@@ -325,7 +321,7 @@ static bool quarantine_run(struct tstate *t, struct range *r)
 	}
 	/* revoked, held back: fault reports say so */
 	if (r->kind == RK_RUN)
-		pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
+		owner_set_quarantined(r->addr, r->npages, r->owner);
 	else
 		__atomic_store_n(&seg_of(r->addr)->releasing, 2, __ATOMIC_RELEASE);
 	if (q->nruns < opt.quarantine_large) {

@@ -48,52 +48,7 @@ _Static_assert(SEG_PAGES % 64 == 0, "segment bitmaps are whole words");
 
 static inline uintptr_t align_up(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
 
-/* ---- page map entries (one uint32 per page, out of line) --------------- */
-enum page_type {
-	PG_FREE = 0,    /* the allocator's: revoked (or never used) */
-	PG_SLAB = 1,    /* value: slab id */
-	PG_LARGE = 2,   /* head of a live run; value: pages */
-	PG_TAIL = 3,    /* value: distance back to the head page */
-	PG_PENDING = 4, /* freed, queued for revocation in a gather */
-	PG_QUAR = 5,    /* revocation failed: never reused */
-	PG_GUARD = 6,   /* an inaccessible guard page after a slab or run */
-};
-#define PG_TYPE(e) ((e) >> 28)
-#define PG_VAL(e) ((e) & 0x0fffffffu)
-#define PG_MAKE(t, v) (((uint32_t)(t) << 28) | (uint32_t)(v))
-/* A retired slab's pages, queued (PG_PENDING) and then free (PG_FREE), keep
- * its class and each page's index in it, so that freeing one of its slots
- * again still reads as a double free.  Value bits 0-10: the queued run's
- * pages (its first page), 11-15: the page's index in the slab, 16-21: the
- * class + 1 (0: not a slab's). */
-#define PG_RUN_PAGES(v) ((v) & 0x7ffu)
-#define PG_SLAB_INFO(cls, idx) ((((uint32_t)(cls) + 1) << 16) | ((uint32_t)(idx) << 11))
-#define PG_INFO_MASK 0x3ff800u
-#define PG_INFO_CLASS(v) ((int)(((v) >> 16) & 0x3f) - 1)
-#define PG_INFO_INDEX(v) (((v) >> 11) & 0x1f)
-
-enum seg_kind { SEG_UNUSED = 0, SEG_PAGES_K = 1, SEG_HUGE = 2, SEG_HUGE_TAIL = 3 };
-
-/* One per 4 MiB of the reservation; lives in the metadata region. */
-struct segment {
-	uint16_t owner;      /* compartment id; 0 when unused */
-	uint8_t kind;        /* enum seg_kind */
-	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
-	uint8_t tag;         /* class whose slabs it holds, TAG_LARGE, or 0xff: never carved */
-	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
-	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
-	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation */
-	struct segment *next, *prev; /* owner's segment list */
-	uint32_t gen;        /* changes whenever the segment changes hands */
-	uint32_t freed_at;   /* unused or huge: flush serial of the last release */
-	uint64_t free_map[SEG_WORDS];  /* bit set: page is PG_FREE */
-	uint64_t clean_map[SEG_WORDS]; /* bit set: page is known zero, not resident */
-	uint32_t page[SEG_PAGES];
-	/* per page: the owning compartment's id while the page is not PG_FREE
-	 * (a run transferred to another compartment keeps its segment); the
-	 * flush serial of its revocation while it is PG_FREE */
-	uint32_t aux[SEG_PAGES];
-};
+struct segment;
 
 /* ---- size classes (alloc/sizeclass.c) ---------------------------------- */
 struct size_class {
@@ -361,16 +316,6 @@ static inline struct tstate *tstate_get(void)
 	struct tstate *t = tl_state;
 	return likely(t != NULL) ? t : tstate_slow();
 }
-static inline struct segment *seg_of(uintptr_t p)
-{
-	return &seg_table[(p - heap_base) >> SEG_SHIFT];
-}
-static inline bool in_heap(uintptr_t p) { return p - heap_base < heap_end - heap_base; }
-static inline uint32_t page_entry(struct segment *s, uintptr_t p)
-{
-	return __atomic_load_n(&s->page[(p >> PAGE_SHIFT) & (SEG_PAGES - 1)], __ATOMIC_ACQUIRE);
-}
-
 /* ---- alloc/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
 bool meta_owns(const void *p);       /* anywhere in the metadata region */
@@ -396,14 +341,6 @@ void pages_release(const struct range *r, unsigned n);
 /* Grow the live run at addr (npages) in place to new_npages if the pages
  * after it are free; returns true with them granted. */
 bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages);
-void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t owner);
-/* Queue the pages of a retired slab of class cls (PG_PENDING with PG_SLAB_INFO). */
-void pages_set_retired(uintptr_t addr, size_t npages, unsigned cls, uint16_t owner);
-/* Owner id of a non-free page of a carved segment. */
-static inline uint16_t page_owner(struct segment *s, uintptr_t p)
-{
-	return (uint16_t)__atomic_load_n(&s->aux[(p >> PAGE_SHIFT) & (SEG_PAGES - 1)], __ATOMIC_RELAXED);
-}
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
@@ -419,8 +356,6 @@ void segs_release(size_t *idx, size_t n);
  * meanwhile), so no segment is ever left out. */
 #define SEGS_QUEUE_MAX 64
 void segs_queue(size_t *rel, size_t *nrel, size_t i);
-static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
-static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
 
 /* ---- alloc/revoke.c: the gather ----------------------------------------- */
 enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_SWITCH, FR_OTHER };
