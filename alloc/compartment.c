@@ -16,7 +16,7 @@
  * lower id first), then heap_lock.  fork takes them all in that order
  * (comp_fork_lock, then init.c's).
  */
-#include "internal.h"
+#include "alloc.h"
 #include "owner.h"
 #include "pkeys.h"
 
@@ -33,6 +33,11 @@ static struct xpfo_compartment *free_head, *free_tail;
 static unsigned nfree;
 #define REUSE_DELAY 256
 uint32_t destroy_serial;
+struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
+struct xpfo_compartment comp_root = {
+	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
+	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
+};
 /* names as the program sees them: outside the (sealed) metadata */
 static char pub_names[MAX_COMPARTMENTS][48];
 

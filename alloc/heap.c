@@ -16,7 +16,7 @@
  * segments.  Every check that a pointer is a live block is done here, once,
  * and misuse is fatal with the address and the compartment.
  */
-#include "internal.h"
+#include "alloc.h"
 #include "owner.h"
 #include "pkeys.h"
 

@@ -1,5 +1,6 @@
 /* owner.c - the only code that reads or writes the page entries (owner.h):
  * the lookup, the setters, the walker and the describer. */
+#include "alloc.h"
 #include "owner.h"
 
 #include <string.h>

@@ -11,7 +11,7 @@
 #ifndef XPFO_OWNER_H
 #define XPFO_OWNER_H
 
-#include "internal.h"
+#include "base.h"
 
 /* ---- page map entries (one uint32 per page, out of line) --------------- */
 enum page_type {

@@ -12,7 +12,7 @@
  *
  * Everything here runs under heap_lock; syscalls (purges) run outside it.
  */
-#include "internal.h"
+#include "alloc.h"
 #include "owner.h"
 
 #include <errno.h>

@@ -20,7 +20,7 @@
  * handed to another compartment; the one exception is a register saved in
  * a signal frame and restored by sigreturn (docs/security.md).
  */
-#include "internal.h"
+#include "alloc.h"
 #include "pkeys.h"
 
 #include <string.h>

@@ -22,7 +22,7 @@
  * reachable by the thread that freed it: until its gather is applied.
  * revoke=eager applies every run as it comes, the baseline.
  */
-#include "internal.h"
+#include "alloc.h"
 #include "owner.h"
 
 #include <errno.h>

@@ -20,11 +20,6 @@
 #include <unistd.h>
 
 int xpfo_ready;
-struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
-struct xpfo_compartment comp_root = {
-	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
-	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
-};
 __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
