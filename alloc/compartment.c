@@ -666,6 +666,50 @@ static void add_xseg(struct xpfo_compartment *c, uint32_t idx)
 	c->nxsegs++;
 }
 
+/* Give the run at p fresh frames holding its bytes, with to's access
+ * (both locks held).  The copy must read the old frames: with a key, open
+ * it in this thread's rights for the moment (the locks keep it from
+ * moving). */
+static int transfer_copy(struct xpfo_compartment *from, struct xpfo_compartment *to, void *p,
+			 size_t npages)
+{
+	bool off = opt.revoke == REVOKE_OFF;
+	int from_key = pkeys_comp_key(from), to_key = pkeys_comp_key(to);
+	uint64_t saved_rights = 0;
+	if (from_key > 0) {
+		saved_rights = arch_pkey_reg_read();
+		arch_pkey_reg_write(arch_pkey_reg_set(saved_rights, from_key, ARCH_PKEY_RW));
+	}
+	bool readable = off || from == &comp_root || from_key > 0 || from->open;
+	enum os_prot prot = off || to == &comp_root || to_key > 0 || to->open ? OS_RW : OS_NONE;
+	int key = to_key > 0 ? to_key : prot == OS_RW ? key_plain() : key_revoked();
+	int e = os_fresh_copy(p, npages << PAGE_SHIFT, readable, prot, key);
+	if (from_key > 0)
+		arch_pkey_reg_write((arch_pkey_reg_t)saved_rights);
+	return e;
+}
+
+/* The run (huge: its segments) is to's from now on. */
+static void transfer_commit(struct xpfo_compartment *from, struct xpfo_compartment *to,
+			    struct segment *s, uintptr_t a, size_t npages, uint8_t kind)
+{
+	pthread_mutex_lock(&heap_lock);
+	if (kind == SEG_HUGE) {
+		for (uint32_t k = 0; k < s->nsegs; k++)
+			s[k].owner = to->id;
+		seg_list_del(from, s);
+		seg_list_add(to, s);
+	} else {
+		owner_set_owner(a, npages, to->id); /* its guard page too */
+		if (s->owner != to->id)
+			add_xseg(to, (uint32_t)seg_index(s));
+	}
+	pthread_mutex_unlock(&heap_lock);
+	stat_inc(transfers);
+	stat_inc(revoke_syscalls);
+	stat_add(pages_revoked, npages);
+}
+
 XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 {
 	XPFO_ENTRY;
@@ -693,38 +737,9 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 	if (from == to)
 		return 0;
 	lock_two(from, to);
-	bool off = opt.revoke == REVOKE_OFF;
-	/* the copy must read the old frames: with a key, open it in this
-	 * thread's rights for the moment (the locks keep it from moving) */
-	int from_key = pkeys_comp_key(from), to_key = pkeys_comp_key(to);
-	uint64_t saved_rights = 0;
-	if (from_key > 0) {
-		saved_rights = arch_pkey_reg_read();
-		arch_pkey_reg_write(arch_pkey_reg_set(saved_rights, from_key, ARCH_PKEY_RW));
-	}
-	bool readable = off || from == &comp_root || from_key > 0 || from->open;
-	enum os_prot prot = off || to == &comp_root || to_key > 0 || to->open ? OS_RW : OS_NONE;
-	int key = to_key > 0 ? to_key : prot == OS_RW ? key_plain() : key_revoked();
-	int e = os_fresh_copy(p, npages << PAGE_SHIFT, readable, prot, key);
-	if (from_key > 0)
-		arch_pkey_reg_write((arch_pkey_reg_t)saved_rights);
-	if (!e) {
-		pthread_mutex_lock(&heap_lock);
-		if (kind == SEG_HUGE) {
-			for (uint32_t k = 0; k < s->nsegs; k++)
-				s[k].owner = to->id;
-			seg_list_del(from, s);
-			seg_list_add(to, s);
-		} else {
-			owner_set_owner(a, npages, to->id); /* its guard page too */
-			if (s->owner != to->id)
-				add_xseg(to, (uint32_t)seg_index(s));
-		}
-		pthread_mutex_unlock(&heap_lock);
-		stat_inc(transfers);
-		stat_inc(revoke_syscalls);
-		stat_add(pages_revoked, npages);
-	}
+	int e = transfer_copy(from, to, p, npages);
+	if (!e)
+		transfer_commit(from, to, s, a, npages, kind);
 	pthread_mutex_unlock(&from->lock);
 	pthread_mutex_unlock(&to->lock);
 	if (e) {

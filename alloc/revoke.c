@@ -347,13 +347,8 @@ void revoke_quarantine_drain(struct tstate *t)
  * the retained total stays under opt.retain; longer ones always go back. */
 #define PURGE_ALWAYS ((size_t)1 << 20)
 
-int revoke_flush(struct tstate *t, enum flush_reason why)
+static void count_flush(enum flush_reason why)
 {
-	struct gather *g = &t->g;
-	if (!g->live) {
-		gather_init(g);
-		return 0;
-	}
 	stat_inc(flushes);
 	switch (why) {
 	case FR_FULL: stat_inc(flush_full); break;
@@ -364,23 +359,26 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	case FR_SWITCH: stat_inc(flush_switch); break;
 	case FR_OTHER: stat_inc(flush_other); break;
 	}
-	/* compact: drop removed entries */
+}
+
+/* Decide what the flush covers: the gather's live runs, sorted, emptied
+ * from the gather.  A compartment destroyed since the first run was queued
+ * may have given its segments to someone else: runs of segments that
+ * changed hands are dropped, and *careful says heap_lock is then held
+ * across the protection changes so none can change hands meanwhile. */
+static unsigned gather_take(struct gather *g, bool *careful)
+{
 	struct range *r = g->r;
 	unsigned n = 0;
-	for (unsigned i = 0; i < g->n; i++)
+	for (unsigned i = 0; i < g->n; i++) /* compact: drop removed entries */
 		if (r[i].npages)
 			r[n++] = r[i];
-	uint64_t pages = g->pages;
-	/* A compartment destroyed since the first run was queued may have
-	 * given its segments to someone else: drop runs of segments that
-	 * changed hands, and keep heap_lock across the protection changes so
-	 * none can change hands meanwhile. */
 	__atomic_add_fetch(&fast_flushes_inflight, 1, __ATOMIC_ACQ_REL);
-	bool careful = g->destroy_serial != __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
-	if (careful)
+	*careful = g->destroy_serial != __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
+	if (*careful)
 		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
 	gather_init(g);
-	if (careful) {
+	if (*careful) {
 		pthread_mutex_lock(&heap_lock);
 		unsigned m = 0;
 		for (unsigned i = 0; i < n; i++)
@@ -389,7 +387,40 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		n = m;
 	}
 	sort_ranges(r, n);
+	return n;
+}
 
+/* Take access away from the span r[i..j) (contiguous): 0, or the errno of
+ * a failure (its runs are quarantined).  *done: released already. */
+static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
+{
+	size_t len = range_end(&r[j - 1]) - r[i].addr;
+	/* a span released unprotected is not marked clean: it stays writable,
+	 * and a write after free would reach the next calloc */
+	*done = true;
+	if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
+	    release_unprotected(r[i].addr, len))
+		return 0;
+	int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
+	stat_inc(revoke_syscalls);
+	if (e == ENOMEM) {
+		vma_check(true);
+		if (release_unprotected(r[i].addr, len))
+			return 0;
+	}
+	if (e) {
+		for (unsigned k = i; k < j; k++)
+			quarantine(&r[k]);
+		return e;
+	}
+	stat_add(pages_revoked, len >> PAGE_SHIFT);
+	*done = false;
+	return 0;
+}
+
+/* Step one: take access away from every span (and purge what must go). */
+static int gather_protect(struct range *r, unsigned n, uint64_t pages)
+{
 	uint64_t retained = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED) -
 			    __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED);
 	size_t purge_min = (retained + pages) << PAGE_SHIFT > opt.retain ? opt.purge : PURGE_ALWAYS;
@@ -398,42 +429,22 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		unsigned j = i + 1;
 		while (j < n && r[j].addr == range_end(&r[j - 1]))
 			j++;
-		size_t len = range_end(&r[j - 1]) - r[i].addr;
+		bool done = false;
 		if (opt.revoke != REVOKE_OFF) {
-			/* a span released unprotected is not marked clean: it
-			 * stays writable, and a write after free would reach the
-			 * next calloc */
-			if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
-			    release_unprotected(r[i].addr, len)) {
-				i = j;
-				continue;
-			}
-			int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
-			stat_inc(revoke_syscalls);
-			if (e == ENOMEM) {
-				vma_check(true);
-				if (release_unprotected(r[i].addr, len)) {
-					i = j;
-					continue;
-				}
-			}
-			if (e) {
+			int e = span_revoke(r, i, j, &done);
+			if (e)
 				err = e;
-				for (unsigned k = i; k < j; k++)
-					quarantine(&r[k]);
-				i = j;
-				continue;
-			}
-			stat_add(pages_revoked, len >> PAGE_SHIFT);
 		}
-		purge_span(r, i, j, purge_min);
+		if (!done)
+			purge_span(r, i, j, purge_min);
 		i = j;
 	}
-	if (careful)
-		pthread_mutex_unlock(&heap_lock);
-	else
-		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
-	vma_check(false);
+	return err;
+}
+
+/* Step two: hand the pages back (or to the thread's run quarantine). */
+static void gather_release(struct tstate *t, struct range *r, unsigned n)
+{
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (r[i].flags & RF_GUARDED) /* its guard leaves with it */
@@ -443,6 +454,26 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			r[m++] = r[i];
 	}
 	pages_release(r, m);
+}
+
+int revoke_flush(struct tstate *t, enum flush_reason why)
+{
+	struct gather *g = &t->g;
+	if (!g->live) {
+		gather_init(g);
+		return 0;
+	}
+	count_flush(why);
+	uint64_t pages = g->pages;
+	bool careful;
+	unsigned n = gather_take(g, &careful);
+	int err = gather_protect(g->r, n, pages);
+	if (careful)
+		pthread_mutex_unlock(&heap_lock);
+	else
+		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
+	vma_check(false);
+	gather_release(t, g->r, n);
 	return err;
 }
 
