@@ -21,7 +21,6 @@
 #include "pkeys.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 
 static pthread_mutex_t comp_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -536,7 +535,7 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 		/* a thread just joined can linger in /proc for a moment */
 		long n = os_thread_count();
 		for (int i = 0; i < 1000 && n > 1; i++) {
-			sched_yield();
+			os_yield();
 			n = os_thread_count();
 		}
 		if (n != 1) {
@@ -893,7 +892,7 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 	__atomic_add_fetch(&destroy_serial, 1, __ATOMIC_ACQ_REL);
 	/* flushes that began before may not have seen it: let them finish */
 	while (__atomic_load_n(&fast_flushes_inflight, __ATOMIC_ACQUIRE))
-		sched_yield();
+		os_yield();
 	while (c->segs) {
 		struct segment *s = c->segs;
 		seg_list_del(c, s);

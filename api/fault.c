@@ -9,7 +9,6 @@
 
 #include <signal.h>
 #include <string.h>
-#include <unistd.h>
 
 static struct sigaction old_segv, old_bus;
 
@@ -18,7 +17,7 @@ static void to_default(int sig)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_DFL;
-	sigaction(sig, &sa, NULL);
+	os_sigaction(sig, &sa, NULL);
 }
 
 static void chain(int sig, siginfo_t *si, void *uc)
@@ -83,7 +82,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	char cname[48];
 	if (t && t->heap)
 		fmt_str(cname, sizeof cname, "%s", t->heap->comp->name);
-	else if (opt.compartments == COMP_MODE_THREAD && tid != getpid())
+	else if (opt.compartments == COMP_MODE_THREAD && tid != os_getpid())
 		fmt_str(cname, sizeof cname, "thread %d", tid); /* the one it gets first */
 	else
 		fmt_str(cname, sizeof cname, "root");
@@ -104,6 +103,6 @@ void fault_install(void)
 	sa.sa_sigaction = on_fault;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, &old_segv);
-	sigaction(SIGBUS, &sa, &old_bus);
+	os_sigaction(SIGSEGV, &sa, &old_segv);
+	os_sigaction(SIGBUS, &sa, &old_bus);
 }

@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 int xpfo_ready;
 __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
@@ -89,9 +88,9 @@ static void heap_reserve(void)
 static void init_core(void)
 {
 	options_init();
-	if (sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
+	if (os_page_size() != (long)PAGE_SIZE)
 		xpfo_fatal("page size %u is not supported (this build needs %u)",
-			   (unsigned long)sysconf(_SC_PAGESIZE), (unsigned long)PAGE_SIZE);
+			   (unsigned long)os_page_size(), (unsigned long)PAGE_SIZE);
 	if (opt.waf_check && !opt.zero_on_free && !opt.junk) {
 		xpfo_warn("option waf_check needs zero_on_free or junk: turned off");
 		opt.waf_check = 0;
@@ -180,7 +179,7 @@ struct tstate *tstate_slow(void)
 	tl_state = t;
 	if (__atomic_load_n(&exit_key_ready, __ATOMIC_ACQUIRE))
 		pthread_setspecific(exit_key, t);
-	if (opt.compartments == COMP_MODE_THREAD && t->tid != getpid())
+	if (opt.compartments == COMP_MODE_THREAD && t->tid != os_getpid())
 		comp_thread_start(t);
 	return t;
 }

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
-#include <unistd.h>
 
 static struct tstats merged; /* threads that exited (merge_lock) */
 static pthread_mutex_t merge_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -208,7 +207,7 @@ XPFO_EXPORT void xpfo_stats_print(int fd)
 	tstate_get();
 	stats_fill(&s);
 	const char *note = xpfo_sealed.g.backend_note;
-	line(fd, "xpfo: stats (pid %d, backend %s%s%s%s, revoke=%s, batch=%u)", (long)getpid(),
+	line(fd, "xpfo: stats (pid %d, backend %s%s%s%s, revoke=%s, batch=%u)", (long)os_getpid(),
 	     xpfo_backend(), note ? " (" : "", note ? note : "", note ? ")" : "", revoke_name(),
 	     (unsigned long)opt.batch);
 	print_summary(fd, &s);
@@ -276,7 +275,7 @@ static void jout_array(struct jout *j, const char *name, const uint64_t *v)
 /* "xpfo_stats": the format's version, and a mark to find the line by. */
 static void jout_header(struct jout *j)
 {
-	jout_put(j, "{\"xpfo_stats\": 1, \"pid\": %d, \"backend\": ", (long)getpid());
+	jout_put(j, "{\"xpfo_stats\": 1, \"pid\": %d, \"backend\": ", (long)os_getpid());
 	jout_str(j, xpfo_backend());
 	jout_put(j, ", \"backend_note\": ");
 	jout_str(j, xpfo_sealed.g.backend_note);

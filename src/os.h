@@ -69,6 +69,18 @@ int os_dup_high(int fd);
 /* Count the lines of /proc/self/maps whose start lies in [lo, hi). */
 long os_count_vmas(uintptr_t lo, uintptr_t hi);
 _Noreturn void os_abort(void);
+_Noreturn void os_exit(int code); /* _exit: no atexit handlers */
+void os_yield(void);                /* sched_yield */
+long os_getpid(void);
+long os_page_size(void);            /* sysconf(_SC_PAGESIZE) */
+struct sigaction;
+int os_sigaction(int sig, const struct sigaction *sa, struct sigaction *old);
+/* A new protection key with initial rights for this thread (pkey_alloc):
+ * 0 and *key, or an errno (ENOSYS without keys). */
+int os_pkey_alloc(unsigned rights, int *key);
+/* arch_pkey_probe (arch/pkeys.h: enum arch_pkey_status), which makes the
+ * pkey_alloc and pkey_free calls. */
+int os_pkey_probe(void);
 
 /* Test seam: make the next `count` calls of op fail with err after `skip`
  * successful ones (count 0 disarms). */
