@@ -257,12 +257,15 @@ void segs_queue(size_t *rel, size_t *nrel, size_t i);
 
 /* ---- alloc/revoke.c: the gather ----------------------------------------- */
 enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_SWITCH, FR_OTHER };
-/* Queue a freed run for revocation (its page entries become PG_PENDING). */
-void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
+/* Queue a freed run for revocation (its page entries become PG_PENDING).
+ * Returns true when the gather is full: the caller then flushes it,
+ * revoke_flush(t, revoke_full_reason()) (mm/mmu_gather.c's shape). */
+bool revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
 		unsigned flags);
+enum flush_reason revoke_full_reason(void); /* FR_EAGER with revoke=eager, else FR_FULL */
 /* Queue granted pages the thread did not need (a grant chunk's rest): they
  * can be taken back like freed runs, and are revoked with the batch. */
-void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner);
+bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner);
 void gather_init(struct gather *g);
 /* Take back a queued run of the same owner (cancel its revocation). */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,

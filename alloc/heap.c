@@ -32,6 +32,13 @@ static inline const char *comp_name(uint16_t id)
 }
 
 static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* revoke_add said the gather is full: the caller flushes (mmu_gather). */
+static inline void flush_if_full(struct tstate *t, bool full)
+{
+	if (full)
+		revoke_flush(t, revoke_full_reason());
+}
 static inline void st(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
 /* ---- slab lists --------------------------------------------------------- */
@@ -306,7 +313,7 @@ static void slab_retire(struct tstate *t, struct slab *s)
 	pthread_mutex_lock(&heap_lock);
 	slab_meta_free(s);
 	pthread_mutex_unlock(&heap_lock);
-	revoke_add(t, base, np, owner, RK_RUN, flags);
+	flush_if_full(t, revoke_add(t, base, np, owner, RK_RUN, flags));
 }
 
 /* ---- page runs ---------------------------------------------------------- */
@@ -369,7 +376,8 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 		owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
 		stat_inc(live_guards);
 	} else if (take > npages)
-		revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages, c->id);
+		flush_if_full(t, revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages,
+						  c->id));
 	return a;
 }
 
@@ -385,7 +393,8 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	struct slab *s = slab_meta_new();
 	pthread_mutex_unlock(&heap_lock);
 	if (!s) {
-		revoke_add(t, a, k->npages + guard, h->comp->id, RK_RUN, guard ? RF_GUARDED : 0);
+		flush_if_full(t, revoke_add(t, a, k->npages + guard, h->comp->id, RK_RUN,
+					    guard ? RF_GUARDED : 0));
 		return NULL;
 	}
 	s->base = a;
@@ -846,8 +855,8 @@ static void free_slow(struct tstate *t, uintptr_t a, const char *what)
 	}
 	t->st.frees[LARGE_CLASS]++;
 	stat_sub(large_live_bytes, b.usable);
-	revoke_add(t, b.base, b.span >> PAGE_SHIFT, b.owner, b.kind == BK_HUGE ? RK_HUGE : RK_RUN,
-		   b.guarded ? RF_GUARDED : 0);
+	flush_if_full(t, revoke_add(t, b.base, b.span >> PAGE_SHIFT, b.owner,
+				    b.kind == BK_HUGE ? RK_HUGE : RK_RUN, b.guarded ? RF_GUARDED : 0));
 }
 
 void heap_free(void *p)
@@ -944,10 +953,11 @@ static bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_
 			owner_set_guard(a + (nnp << PAGE_SHIFT), b->owner);
 			stat_inc(live_guards); /* the old one leaves with the tail */
 			if (np - nnp > 0)
-				revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b->owner, RK_RUN,
-					   RF_GUARDED);
+				flush_if_full(t, revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp,
+							    b->owner, RK_RUN, RF_GUARDED));
 		} else {
-			revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner, RK_RUN, 0);
+			flush_if_full(t, revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner,
+						    RK_RUN, 0));
 		}
 		return true;
 	}

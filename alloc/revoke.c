@@ -17,8 +17,14 @@
  * with one thread, ~58 us with a second thread running, ~0.5 us per page over
  * a 64-page range), which is what batching saves.  Bounds: opt.batch frees or
  * opt.batch_pages freed pages since the last flush (those taken back by
- * revoke_cancel count too); a full gather is applied at once, like
- * tlb_flush_mmu when the batch runs out.  They also bound how long a freed page stays
+ * revoke_cancel count too).  As __tlb_remove_page says when the batch runs
+ * out, revoke_add returns true when the gather is full and the caller
+ * flushes it.  The flush is two steps, like tlb_flush_mmu: gather_protect
+ * takes access away (mprotect or pkey_mprotect to none, purge), then
+ * gather_release hands the pages back (pages_release).  What to flush is
+ * decided first (gather_take); heap_lock is held across the protection
+ * changes only when a compartment was destroyed meanwhile (its segments must
+ * not change hands under the flush).  They also bound how long a freed page stays
  * reachable by the thread that freed it: until its gather is applied.
  * revoke=eager applies every run as it comes, the baseline.
  */
@@ -97,16 +103,19 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	g->pages += npages;
 }
 
-static void maybe_flush(struct tstate *t)
+/* Full: the batch bound is reached (every run, with revoke=eager). */
+static bool gather_full(const struct gather *g)
 {
-	struct gather *g = &t->g;
-	if (opt.revoke == REVOKE_EAGER)
-		revoke_flush(t, FR_EAGER);
-	else if (g->frees >= opt.batch || g->free_pages >= opt.batch_pages)
-		revoke_flush(t, FR_FULL);
+	return opt.revoke == REVOKE_EAGER || g->frees >= opt.batch ||
+	       g->free_pages >= opt.batch_pages;
 }
 
-void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
+enum flush_reason revoke_full_reason(void)
+{
+	return opt.revoke == REVOKE_EAGER ? FR_EAGER : FR_FULL;
+}
+
+bool revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
 		unsigned flags)
 {
 	stat_inc(revoke_queued);
@@ -117,13 +126,13 @@ void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 	 * the gather would wait (reachable) for ever */
 	t->g.frees++;
 	t->g.free_pages += npages;
-	maybe_flush(t);
+	return gather_full(&t->g);
 }
 
-void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner)
+bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner)
 {
 	gather_push(t, addr, npages, owner, RK_RUN, RF_SPARE);
-	maybe_flush(t);
+	return gather_full(&t->g);
 }
 
 /* Can queued run r serve a request for npages (flags RF_GUARDED or 0)?  A
