@@ -94,3 +94,12 @@ EXTRA_DIST += tests/stats-json.sh
 # Which backend is picked on this machine, and what it says.
 TESTS += tests/backend.sh
 EXTRA_DIST += tests/backend.sh
+
+# Unit test of the ownership module, built from its own sources (no
+# libxpfo: the segment table lives in plain memory).  See tests/unit/owner.c.
+check_PROGRAMS += tests/unit/owner
+TESTS += tests/unit/owner
+tests_unit_owner_SOURCES = tests/unit/owner.c alloc/owner.c alloc/sizeclass.c src/options.c \
+	src/fatal.c src/os.c src/stats.c $(tests_common)
+tests_unit_owner_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+tests_unit_owner_CFLAGS = $(tests_cflags)
