@@ -197,23 +197,15 @@ struct tstate {
 };
 
 /* ---- globals: heap_lock (pages.c), the compartment table (compartment.c),
- * start-up and thread states (api/init.c: the upward references left) -- */
+ * the thread's state (heap.c; made by api/init.c's tstate_slow) ----------- */
 extern pthread_mutex_t heap_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
 extern int xpfo_ready;
 extern uint32_t destroy_serial;          /* compartments destroyed so far */
 extern uint32_t fast_flushes_inflight;   /* flushes that did not see a destroy */
-void xpfo_init(void);
-struct tstate *tstate_slow(void);
-void tstate_foreach(void (*fn)(struct tstate *, void *), void *arg);
 
 extern __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
-static inline struct tstate *tstate_get(void)
-{
-	struct tstate *t = tl_state;
-	return likely(t != NULL) ? t : tstate_slow();
-}
 /* ---- alloc/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
 bool meta_owns(const void *p);       /* anywhere in the metadata region */
@@ -285,14 +277,15 @@ void *heap_malloc(struct tstate *t, size_t size);
 void *heap_calloc(struct tstate *t, size_t n, size_t size);
 void *heap_aligned(struct tstate *t, size_t align, size_t size);
 void *heap_realloc(struct tstate *t, void *p, size_t size);
-void heap_free(void *p);
-void heap_free_checked(void *p, size_t size, size_t align); /* free_sized */
+void heap_free(struct tstate *t, void *p);
+/* free_sized: fatal unless p is a live block of that size (and alignment) */
+void heap_check_sized(const void *p, size_t size, size_t align);
 size_t heap_usable(const void *p);
-void heap_abandon(struct theap *h);      /* thread exit / fork child */
+void heap_abandon(struct tstate *t, struct theap *h); /* thread exit / fork child */
 void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
 void heap_quarantine_drain(struct tstate *t);
 /* Zero n bytes at p, a block of compartment owner, even if it is closed. */
-void heap_zero_in(uint16_t owner, void *p, size_t n);
+void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
 /* What t->hard is when not borrowing a heap. */
 unsigned heap_hard_flags(void);
 void heap_walk_check(void);              /* debug: invariant walk */
@@ -310,5 +303,16 @@ void comp_fork_lock(void);
 void comp_fork_unlock(bool child);
 /* The STRICT compartment root is closed for, or NULL (root is open). */
 const char *comp_root_closed_by(void);
+/* The work of the public functions of the same names (xpfo_compartment_create,
+ * ...; api/compartment.c): same results, errno set on failure. */
+struct xpfo_compartment *comp_create(const char *name, unsigned flags);
+int comp_destroy(struct xpfo_compartment *c);
+struct xpfo_compartment *comp_enter(struct tstate *t, struct xpfo_compartment *c);
+void comp_leave(struct tstate *t, struct xpfo_compartment *previous);
+void *comp_malloc_in(struct tstate *t, struct xpfo_compartment *c, size_t size);
+void *comp_aligned_alloc_in(struct tstate *t, struct xpfo_compartment *c, size_t align,
+			    size_t size);
+void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, size_t size);
+int comp_transfer(void *p, struct xpfo_compartment *to);
 
 #endif

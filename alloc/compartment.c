@@ -389,7 +389,7 @@ void comp_thread_exit(struct tstate *t)
 		if (!h)
 			continue;
 		if (h->comp && !theap_stale(h))
-			heap_abandon(h);
+			heap_abandon(t, h);
 		meta_free(h, sizeof *h);
 	}
 	meta_free(t->heaps, MAX_COMPARTMENTS * sizeof *t->heaps);
@@ -402,17 +402,15 @@ void comp_thread_start(struct tstate *t)
 {
 	char name[32];
 	fmt_str(name, sizeof name, "thread %d", t->tid);
-	xpfo_compartment_t *c = xpfo_compartment_create(name, 0);
-	if (c && xpfo_enter(c))
+	struct xpfo_compartment *c = comp_create(name, 0);
+	if (c && comp_enter(t, c))
 		t->depth = 0; /* not leavable: the thread's own */
 }
 
-/* ---- the public API ---------------------------------------------------- */
+/* ---- the public API's work (api/compartment.c holds the entry points) ---- */
 
-XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsigned flags)
+struct xpfo_compartment *comp_create(const char *name, unsigned flags)
 {
-	XPFO_ENTRY;
-	tstate_get();
 	if (!name || (flags & ~(XPFO_COMPARTMENT_SECRET | XPFO_COMPARTMENT_STRICT))) {
 		errno = EINVAL;
 		return NULL;
@@ -459,10 +457,8 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsign
 	return c;
 }
 
-XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
+int comp_destroy(struct xpfo_compartment *c)
 {
-	XPFO_ENTRY;
-	tstate_get();
 	if (c == &comp_root || !comp_check(c)) {
 		errno = EINVAL;
 		return -1;
@@ -523,10 +519,8 @@ static void thread_switch(struct tstate *t, struct theap *h)
 	pkeys_thread_update(t);
 }
 
-XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
+struct xpfo_compartment *comp_enter(struct tstate *t, struct xpfo_compartment *c)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
 	if (!comp_usable(c))
 		return NULL;
 	struct xpfo_compartment *prev = t->heap->comp;
@@ -556,10 +550,8 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 	return prev;
 }
 
-XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
+void comp_leave(struct tstate *t, struct xpfo_compartment *previous)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
 	if (!t->depth || !comp_check(previous)) {
 		errno = EINVAL;
 		return;
@@ -602,34 +594,29 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 		p_;                                                            \
 	})
 
-XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
+void *comp_malloc_in(struct tstate *t, struct xpfo_compartment *c, size_t size)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
 	return BORROW(t, h, heap_malloc(t, size));
 }
 
-XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size)
+void *comp_aligned_alloc_in(struct tstate *t, struct xpfo_compartment *c, size_t align,
+			    size_t size)
 {
-	XPFO_ENTRY;
 	if (!align || (align & (align - 1))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	struct tstate *t = tstate_get();
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
 	return BORROW(t, h, heap_aligned(t, align, size));
 }
 
-XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
+void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, size_t size)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
@@ -640,7 +627,7 @@ XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
 	}
 	void *p = BORROW(t, h, heap_malloc(t, total));
 	if (p && total)
-		heap_zero_in(c->id, p, total); /* opens it for the moment if closed */
+		heap_zero_in(t, c->id, p, total); /* opens it for the moment if closed */
 	return p;
 }
 
@@ -709,10 +696,8 @@ static void transfer_commit(struct xpfo_compartment *from, struct xpfo_compartme
 	stat_add(pages_revoked, npages);
 }
 
-XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
+int comp_transfer(void *p, struct xpfo_compartment *to)
 {
-	XPFO_ENTRY;
-	tstate_get();
 	if (!comp_check(to))
 		return -1;
 	uintptr_t a = (uintptr_t)p;

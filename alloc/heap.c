@@ -33,6 +33,9 @@ static inline const char *comp_name(uint16_t id)
 
 static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
+/* The thread's state (made by api/init.c's tstate_slow on first use). */
+__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
+
 /* revoke_add said the gather is full: the caller flushes (mmu_gather). */
 static inline void flush_if_full(struct tstate *t, bool full)
 {
@@ -228,10 +231,10 @@ static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 	return n;
 }
 
-void heap_zero_in(uint16_t owner, void *p, size_t n)
+void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	struct touch x;
-	touch_begin(&x, tstate_get(), owner, p, n);
+	touch_begin(&x, t, owner, p, n);
 	t_fill(&x, p, 0, n);
 	touch_end(&x);
 }
@@ -859,10 +862,9 @@ static void free_slow(struct tstate *t, uintptr_t a, const char *what)
 				    b.kind == BK_HUGE ? RK_HUGE : RK_RUN, b.guarded ? RF_GUARDED : 0));
 }
 
-void heap_free(void *p)
+void heap_free(struct tstate *t, void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	struct tstate *t = tstate_get();
 	if (likely(in_heap(a))) {
 		struct segment *sg = seg_of(a);
 		long id = owner_slab_of(sg, a);
@@ -898,7 +900,7 @@ void heap_free(void *p)
 	free_slow(t, a, "free");
 }
 
-void heap_free_checked(void *p, size_t size, size_t align)
+void heap_check_sized(const void *p, size_t size, size_t align)
 {
 	struct blk b;
 	uintptr_t a = (uintptr_t)p;
@@ -920,7 +922,6 @@ void heap_free_checked(void *p, size_t size, size_t align)
 	if (got != want)
 		xpfo_fatal("sized free of %p with size %z: the block has size class %z (compartment \"%s\")",
 			   p, size, want, comp_name(b.owner));
-	heap_free(p);
 }
 
 size_t heap_usable(const void *p)
@@ -1013,7 +1014,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	touch_begin(&x, t, b.owner, p, b.usable);
 	t_read(&x, p, q, b.usable < size ? b.usable : size);
 	touch_end(&x);
-	heap_free(p);
+	heap_free(t, p);
 	return q;
 }
 
@@ -1052,9 +1053,8 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 	 * retire the slab themselves once it is empty */
 }
 
-void heap_abandon(struct theap *h)
+void heap_abandon(struct tstate *t, struct theap *h)
 {
-	struct tstate *t = tstate_get();
 	struct slab *n = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
 	for (; n; n = n->notify_next)
 		__atomic_store_n(&n->in_notify, 0, __ATOMIC_RELEASE);

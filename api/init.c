@@ -19,7 +19,6 @@
 #include <string.h>
 
 int xpfo_ready;
-__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -201,7 +200,7 @@ static void tstate_retire(struct tstate *t)
 	heap_quarantine_drain(t);
 	revoke_flush(t, FR_THREAD_EXIT);
 	comp_thread_exit(t);
-	heap_abandon(&t->root_heap);
+	heap_abandon(t, &t->root_heap);
 	revoke_flush(t, FR_THREAD_EXIT);
 	revoke_quarantine_drain(t);
 	if (t->q.slot)

@@ -7,6 +7,18 @@
 #include "alloc.h"
 #include "owner.h"
 
+/* ---- api/init.c: start-up and thread states ---------------------------- */
+void xpfo_init(void);
+struct tstate *tstate_slow(void);
+void tstate_foreach(void (*fn)(struct tstate *, void *), void *arg);
+/* The calling thread's state, made (and xpfo started) on first use: every
+ * entry point begins here, so the layers below are given the state. */
+static inline struct tstate *tstate_get(void)
+{
+	struct tstate *t = tl_state;
+	return likely(t != NULL) ? t : tstate_slow();
+}
+
 /* ---- api/fault.c ------------------------------------------------------- */
 void fault_install(void);
 

@@ -1,4 +1,4 @@
 # api: the public entry points (xpfo.h) other than malloc itself: start-up
 # and thread states, the fault reporter, statistics.  They sit on top of
 # alloc/, so they cannot live in src/, the bottom layer.
-libxpfo_la_SOURCES += api/internal.h api/api.c api/init.c api/fault.c api/stats.c
+libxpfo_la_SOURCES += api/internal.h api/api.c api/compartment.c api/init.c api/fault.c api/stats.c
