@@ -103,3 +103,8 @@ tests_unit_owner_SOURCES = tests/unit/owner.c alloc/owner.c alloc/sizeclass.c sr
 	src/fatal.c src/os.c src/stats.c $(tests_common)
 tests_unit_owner_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_unit_owner_CFLAGS = $(tests_cflags)
+
+# The code's shape (tools/metrics.py --check): functions <= 60 lines, no
+# reference to a higher layer, no circle across directories.
+TESTS += tests/metrics.sh
+EXTRA_DIST += tests/metrics.sh tools/metrics.py
