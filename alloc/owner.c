@@ -176,13 +176,8 @@ void owner_set_quarantined(uintptr_t addr, size_t npages, uint16_t owner)
 		__ATOMIC_RELEASE);
 }
 
-void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner)
+static void set_retired(uintptr_t addr, size_t npages, int cls, uint16_t owner)
 {
-	if (cls < 0) {
-		set_run(addr, npages, PG_MAKE(PG_PENDING, npages), PG_MAKE(PG_PENDING, 0), false,
-			owner, __ATOMIC_RELEASE);
-		return;
-	}
 	struct segment *s = seg_of(addr);
 	size_t i = page_index(addr);
 	for (size_t k = 0; k < npages; k++) {
@@ -190,6 +185,15 @@ void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner)
 		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_PENDING, v), __ATOMIC_RELEASE);
 	}
+}
+
+void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner)
+{
+	if (cls >= 0)
+		set_retired(addr, npages, cls, owner);
+	else
+		set_run(addr, npages, PG_MAKE(PG_PENDING, npages), PG_MAKE(PG_PENDING, 0), false,
+			owner, __ATOMIC_RELEASE);
 }
 
 /* the owner from the start: an open/close walk that runs before the run is
@@ -239,20 +243,15 @@ void owner_reset(struct segment *s)
 
 /* ---- walker ---------------------------------------------------------------- */
 
+/* which walks take a page of each type (free and quarantined: none) */
+static const uint8_t walk_class[8] = {
+	[PG_SLAB] = OW_LIVE, [PG_LARGE] = OW_LIVE, [PG_TAIL] = OW_LIVE,
+	[PG_PENDING] = OW_PENDING, [PG_GUARD] = OW_GUARD,
+};
+
 static bool selected(uint32_t e, unsigned what)
 {
-	switch (PG_TYPE(e)) {
-	case PG_SLAB:
-	case PG_LARGE:
-	case PG_TAIL:
-		return what & OW_LIVE;
-	case PG_PENDING:
-		return what & OW_PENDING;
-	case PG_GUARD:
-		return what & OW_GUARD;
-	default:
-		return false;
-	}
+	return PG_TYPE(e) < 8 && (walk_class[PG_TYPE(e)] & what);
 }
 
 void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn, void *arg)

@@ -356,18 +356,18 @@ void revoke_quarantine_drain(struct tstate *t)
  * the retained total stays under opt.retain; longer ones always go back. */
 #define PURGE_ALWAYS ((size_t)1 << 20)
 
+/* the counter of each flush reason */
+static uint64_t *const reason_counter[] = {
+	[FR_FULL] = &g_stats.flush_full, [FR_EXPLICIT] = &g_stats.flush_explicit,
+	[FR_THREAD_EXIT] = &g_stats.flush_thread_exit, [FR_REUSE] = &g_stats.flush_reuse,
+	[FR_EAGER] = &g_stats.flush_eager, [FR_SWITCH] = &g_stats.flush_switch,
+	[FR_OTHER] = &g_stats.flush_other,
+};
+
 static void count_flush(enum flush_reason why)
 {
 	stat_inc(flushes);
-	switch (why) {
-	case FR_FULL: stat_inc(flush_full); break;
-	case FR_EXPLICIT: stat_inc(flush_explicit); break;
-	case FR_THREAD_EXIT: stat_inc(flush_thread_exit); break;
-	case FR_REUSE: stat_inc(flush_reuse); break;
-	case FR_EAGER: stat_inc(flush_eager); break;
-	case FR_SWITCH: stat_inc(flush_switch); break;
-	case FR_OTHER: stat_inc(flush_other); break;
-	}
+	__atomic_fetch_add(reason_counter[why], 1, __ATOMIC_RELAXED);
 }
 
 /* Decide what the flush covers: the gather's live runs, sorted, emptied
@@ -451,6 +451,16 @@ static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 	return err;
 }
 
+/* The protection changes are done: what gather_take held, let go. */
+static void gather_untake(bool careful)
+{
+	if (careful)
+		pthread_mutex_unlock(&heap_lock);
+	else
+		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
+	vma_check(false);
+}
+
 /* Step two: hand the pages back (or to the thread's run quarantine). */
 static void gather_release(struct tstate *t, struct range *r, unsigned n)
 {
@@ -477,11 +487,7 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	bool careful;
 	unsigned n = gather_take(g, &careful);
 	int err = gather_protect(g->r, n, pages);
-	if (careful)
-		pthread_mutex_unlock(&heap_lock);
-	else
-		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
-	vma_check(false);
+	gather_untake(careful);
 	gather_release(t, g->r, n);
 	return err;
 }
