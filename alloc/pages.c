@@ -299,7 +299,9 @@ void segs_release(size_t *idx, size_t n)
 		}
 		pthread_mutex_lock(&heap_lock);
 		for (size_t m = k; m < j; m++) {
-			seg_table[idx[m]].releasing = 0;
+			/* kept out: marked quarantined (2), so that a lookup reads
+			 * a freed block, not a live one with no owner */
+			seg_table[idx[m]].releasing = e ? 2 : 0;
 			seg_table[idx[m]].gen++;
 			seg_table[idx[m]].freed_at = (uint32_t)flush_serial();
 			if (!e) {

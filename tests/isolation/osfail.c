@@ -15,13 +15,19 @@
  *   huge block: the remap that gives a freed 6 MiB block's segments fresh
  *     frames fails: the segments stay out of the pool (still counted in
  *     `segments`), no later huge block lands on them, and calloc of huge
- *     blocks gives zeros.
+ *     blocks gives zeros; freeing the block again is a double free (fatal
+ *     line), not a free of a live block of no one.
  */
 #include "iso.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
 
 #define RUN (1536u << 10)
 #define HUGE (6u << 20)
@@ -124,6 +130,21 @@ static int huge_block(void *arg)
 	return 0;
 }
 
+/* The same block freed again: a double free, not a block of no one. */
+static int huge_twice(void *arg)
+{
+	(void)arg;
+	unsigned char *h = malloc(HUGE);
+	NEED(h, 2);
+	NEED(xpfo__test_inject(TU_OS_PURGE, EIO, 0, 1) == 0, 3);
+	free(h);
+	NEED(xpfo_flush() == 0, 4);
+	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
+	iso_expect("xpfo: fatal: double free of %p (compartment \"root\")", (void *)h);
+	free(h);
+	return 0;
+}
+
 int main(void)
 {
 	tu_prog = "osfail";
@@ -135,6 +156,8 @@ int main(void)
 		  transferred_run, NULL, 0 },
 		{ "huge block: the remap of its segments fails: they stay out of the pool",
 		  huge_block, NULL, 0 },
+		{ "huge block whose remap failed, freed again: double free", huge_twice, NULL,
+		  SIGABRT },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		iso_run_case(&cases[i], 30);
