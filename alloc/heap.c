@@ -448,7 +448,7 @@ static struct slab *adopt(struct theap *h, unsigned cls)
 	pthread_mutex_lock(&heap_lock);
 	struct slab *s = c->abandoned[cls];
 	if (s) {
-		c->abandoned[cls] = s->next;
+		__atomic_store_n(&c->abandoned[cls], s->next, __ATOMIC_RELAXED);
 		if (s->next)
 			s->next->prev = NULL;
 		s->next = s->prev = NULL;
@@ -473,7 +473,8 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 		list_push(&h->full[cls], s, SL_FULL);
 		h->cur[cls] = NULL;
 	}
-	if (h->notify)
+	/* remote frees push onto notify with a CAS: read it atomically */
+	if (__atomic_load_n(&h->notify, __ATOMIC_ACQUIRE))
 		heap_drain_notify(t, h);
 	for (;;) {
 		s = h->partial[cls].head;
@@ -731,7 +732,7 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 			if (s->prev)
 				s->prev->next = s->next;
 			else
-				c->abandoned[s->cls] = s->next;
+				__atomic_store_n(&c->abandoned[s->cls], s->next, __ATOMIC_RELAXED);
 			if (s->next)
 				s->next->prev = s->prev;
 			s->abandoned = 0;
@@ -767,7 +768,8 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 
 static void slot_release(struct tstate *t, struct slab *s, uint32_t i)
 {
-	if (s->heap == t->heap)
+	/* abandon_slab and adopt store s->heap atomically (heap_lock) */
+	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) == t->heap)
 		slot_release_local(t, t->heap, s, i);
 	else
 		slot_release_remote(t, s, i);
@@ -875,7 +877,8 @@ void heap_free(struct tstate *t, void *p)
 			uintptr_t off = a - s->base;
 			uint32_t i = (uint32_t)((off * k->recip) >> 32);
 			struct theap *h = t->heap;
-			if (likely(i * k->size == off && i < s->nslots && s->heap == h)) {
+			if (likely(i * k->size == off && i < s->nslots &&
+				   __atomic_load_n(&s->heap, __ATOMIC_RELAXED) == h)) {
 				uint32_t w = i / 64;
 				uint64_t bit = 1ull << (i % 64);
 				if (unlikely(!(s->used[w] & bit) ||
@@ -1047,7 +1050,8 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 	s->next = c->abandoned[s->cls];
 	if (s->next)
 		s->next->prev = s;
-	c->abandoned[s->cls] = s;
+	/* adopt() peeks at the list without heap_lock */
+	__atomic_store_n(&c->abandoned[s->cls], s, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&heap_lock);
 	/* frees that raced with the hand-over are folded in by the adopter, or

@@ -287,7 +287,9 @@ void owner_census(struct segment *s, uint16_t id, size_t *mine, size_t *foreign,
 		unsigned t = PG_TYPE(e);
 		if (t == PG_FREE)
 			continue;
-		if (s->aux[p] != id && t != PG_QUAR) {
+		/* aux is stored atomically by the setters (a transfer under
+		 * another lock) */
+		if (__atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) != id && t != PG_QUAR) {
 			(*foreign)++;
 			continue;
 		}

@@ -128,7 +128,7 @@ TSAN_CFLAGS = -g -O1 -fsanitize=thread -pthread -D_GNU_SOURCE -fvisibility=hidde
 	-I$(top_srcdir)/arch
 TSAN_ARGS = 4 6
 tests/tsan-remote: $(top_srcdir)/tests/tsan-remote.c $(fuzz_lib_sources) config.h
-	$(AM_V_CC)$(TSAN_CC) $(TSAN_CFLAGS) -o $@ $< $(fuzz_lib_sources)
+	$(AM_V_CC)$(TSAN_CC) $(TSAN_CFLAGS) -o $@ $< $(fuzz_lib_sources) $(SECCOMP_LIBS)
 .PHONY: check-tsan
 check-tsan: tests/tsan-remote
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abs_top_srcdir)/tests/tsan.supp $(TSAN_OPTIONS)" \
