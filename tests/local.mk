@@ -121,7 +121,7 @@ endif
 # ThreadSanitizer over the remote-free and compartment paths (not in make
 # check: it needs clang and takes its own build of the library, without the
 # libc names so that TSan keeps its malloc).  make check-tsan builds and
-# runs it; tests/tsan.supp says why each suppression is there.
+# runs it (.ci/run too); tests/tsan.supp says why each suppression is there.
 TSAN_CC = clang-14
 TSAN_CFLAGS = -g -O1 -fsanitize=thread -pthread -D_GNU_SOURCE -fvisibility=hidden \
 	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_srcdir)/alloc -I$(top_srcdir)/api \
