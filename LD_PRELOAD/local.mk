@@ -1,4 +1,4 @@
-# --disable-override leaves the libc names out: only the xpfo_ API (src/prefixed.c).
+# --disable-override leaves the libc names out: only the xpfo_ API (api/prefixed.c).
 if XPFO_OVERRIDE
 libxpfo_la_SOURCES += LD_PRELOAD/override.c
 else

@@ -28,7 +28,7 @@ EXPORT void free(void *p)
 {
 	XPFO_ENTRY;
 	if (p)
-		heap_free(p);
+		heap_free(tstate_get(), p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)
@@ -43,7 +43,7 @@ EXPORT void *realloc(void *p, size_t size)
 	if (!p)
 		return heap_malloc(tstate_get(), size);
 	if (!size) {
-		heap_free(p);
+		heap_free(tstate_get(), p);
 		return NULL;
 	}
 	return heap_realloc(tstate_get(), p, size);
@@ -131,15 +131,19 @@ EXPORT size_t malloc_usable_size(void *p)
 EXPORT void free_sized(void *p, size_t size)
 {
 	XPFO_ENTRY;
-	if (p)
-		heap_free_checked(p, size, 0);
+	if (p) {
+		heap_check_sized(p, size, 0);
+		heap_free(tstate_get(), p);
+	}
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
 {
 	XPFO_ENTRY;
-	if (p)
-		heap_free_checked(p, size, align);
+	if (p) {
+		heap_check_sized(p, size, align);
+		heap_free(tstate_get(), p);
+	}
 }
 
 /* xpfo has no tunables behind mallopt: say so instead of pretending. */

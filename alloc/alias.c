@@ -95,15 +95,11 @@ void alias_revoke_range(uintptr_t a, size_t len)
 /* The live page run at a owned by id: its length, or 0. */
 static size_t run_length(uintptr_t a, uint16_t id)
 {
-	if (!in_heap(a) || (a & (PAGE_SIZE - 1)))
+	struct blk b;
+	if (!in_heap(a) || (a & (PAGE_SIZE - 1)) || owner_lookup(a, &b) != BLK_OK ||
+	    b.kind == BK_SMALL || b.owner != id)
 		return 0;
-	struct segment *s = seg_of(a);
-	uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
-	if (kind == SEG_HUGE && !s->releasing && s->owner == id)
-		return (size_t)s->huge_pages << PAGE_SHIFT;
-	if (kind == SEG_PAGES_K && PG_TYPE(page_entry(s, a)) == PG_LARGE && page_owner(s, a) == id)
-		return (size_t)PG_VAL(page_entry(s, a)) << PAGE_SHIFT;
-	return 0;
+	return b.usable;
 }
 
 /* The table entry for the run at a (alias_lock held): found, or a free
@@ -140,11 +136,8 @@ static int alias_make(struct xpfo_compartment *c, struct alias *x, uintptr_t a, 
 	return 0;
 }
 
-XPFO_EXPORT int xpfo_share_fd(void *p, unsigned flags)
+int alias_share(struct xpfo_compartment *c, void *p, unsigned flags)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
-	struct xpfo_compartment *c = t->heap->comp;
 	uintptr_t a = (uintptr_t)p;
 	size_t len = run_length(a, c->id);
 	if (!flags || (flags & ~(XPFO_SHARE_READ | XPFO_SHARE_WRITE)) || !len || secret_comp(c) ||

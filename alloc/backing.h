@@ -8,7 +8,8 @@
 #ifndef XPFO_BACKING_H
 #define XPFO_BACKING_H
 
-#include "internal.h"
+#include "alloc.h"
+#include "owner.h"
 
 static inline bool secret_comp(const struct xpfo_compartment *c)
 {

@@ -16,7 +16,8 @@
  * segments.  Every check that a pointer is a live block is done here, once,
  * and misuse is fatal with the address and the compartment.
  */
-#include "internal.h"
+#include "alloc.h"
+#include "owner.h"
 #include "backing.h"
 #include "pkeys.h"
 
@@ -32,6 +33,16 @@ static inline const char *comp_name(uint16_t id)
 }
 
 static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* The thread's state (made by api/init.c's tstate_slow on first use). */
+__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
+
+/* revoke_add said the gather is full: the caller flushes (mmu_gather). */
+static inline void flush_if_full(struct tstate *t, bool full)
+{
+	if (full)
+		revoke_flush(t, revoke_full_reason());
+}
 static inline void st(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
 /* ---- slab lists --------------------------------------------------------- */
@@ -221,10 +232,10 @@ static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 	return n;
 }
 
-void heap_zero_in(uint16_t owner, void *p, size_t n)
+void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	struct touch x;
-	touch_begin(&x, tstate_get(), owner, p, n);
+	touch_begin(&x, t, owner, p, n);
 	t_fill(&x, p, 0, n);
 	touch_end(&x);
 }
@@ -306,7 +317,7 @@ static void slab_retire(struct tstate *t, struct slab *s)
 	pthread_mutex_lock(&heap_lock);
 	slab_meta_free(s);
 	pthread_mutex_unlock(&heap_lock);
-	revoke_add(t, base, np, owner, RK_RUN, flags);
+	flush_if_full(t, revoke_add(t, base, np, owner, RK_RUN, flags));
 }
 
 /* ---- page runs ---------------------------------------------------------- */
@@ -345,7 +356,7 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 	if (a) {
 		*clean = false;
 		if (guard)
-			pages_set_run(a + (npages << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), c->id);
+			owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
 		return a;
 	}
 	/* a whole number of runs, so the spare fits this thread's next one */
@@ -366,10 +377,11 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 		return 0;
 	}
 	if (guard) {
-		pages_set_run(a + (npages << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), c->id);
+		owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
 		stat_inc(live_guards);
 	} else if (take > npages)
-		revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages, c->id);
+		flush_if_full(t, revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages,
+						  c->id));
 	return a;
 }
 
@@ -385,7 +397,8 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	struct slab *s = slab_meta_new();
 	pthread_mutex_unlock(&heap_lock);
 	if (!s) {
-		revoke_add(t, a, k->npages + guard, h->comp->id, RK_RUN, guard ? RF_GUARDED : 0);
+		flush_if_full(t, revoke_add(t, a, k->npages + guard, h->comp->id, RK_RUN,
+					    guard ? RF_GUARDED : 0));
 		return NULL;
 	}
 	s->base = a;
@@ -401,7 +414,7 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	if (opt.waf_check && (!clean || free_fill()))
 		memset((void *)a, free_fill(), (size_t)k->npages << PAGE_SHIFT);
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
-	pages_set_run(a, k->npages, PG_MAKE(PG_SLAB, s->id), s->owner);
+	owner_set_slab(a, k->npages, s->id, s->owner);
 	return s;
 }
 
@@ -435,7 +448,7 @@ static struct slab *adopt(struct theap *h, unsigned cls)
 	pthread_mutex_lock(&heap_lock);
 	struct slab *s = c->abandoned[cls];
 	if (s) {
-		c->abandoned[cls] = s->next;
+		__atomic_store_n(&c->abandoned[cls], s->next, __ATOMIC_RELAXED);
 		if (s->next)
 			s->next->prev = NULL;
 		s->next = s->prev = NULL;
@@ -460,7 +473,8 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 		list_push(&h->full[cls], s, SL_FULL);
 		h->cur[cls] = NULL;
 	}
-	if (h->notify)
+	/* remote frees push onto notify with a CAS: read it atomically */
+	if (__atomic_load_n(&h->notify, __ATOMIC_ACQUIRE))
 		heap_drain_notify(t, h);
 	for (;;) {
 		s = h->partial[cls].head;
@@ -570,7 +584,7 @@ static void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 		size_t ap = align > PAGE_SIZE ? align >> PAGE_SHIFT : 1;
 		a = run_get(t, c, np, ap, guard, TAG_LARGE, &clean);
 		if (a)
-			pages_set_run(a, np, PG_MAKE(PG_LARGE, np), c->id);
+			owner_set_large(a, np, c->id);
 	}
 	if (!a) {
 		errno = ENOMEM;
@@ -621,118 +635,7 @@ void *heap_aligned(struct tstate *t, size_t align, size_t size)
 	return large_alloc(t, size ? size : 1, align, false);
 }
 
-/* ---- block lookup ------------------------------------------------------- */
-enum blk_status { BLK_OK, BLK_FREED, BLK_INTERIOR, BLK_FOREIGN, BLK_NOT_BLOCK };
-enum blk_kind { BK_SMALL, BK_LARGE, BK_HUGE };
-
-struct blk {
-	enum blk_kind kind;
-	uintptr_t base;      /* block start (interior: the block's start) */
-	size_t usable;       /* bytes the program may use */
-	size_t span;         /* bytes the block takes: slot size, or pages */
-	uint16_t owner;
-	uint8_t guarded;     /* page run followed by its guard page */
-	struct slab *s;
-	struct segment *seg;
-	uint32_t slot;
-};
-
-/* Was a a slot's start in the retired slab that page (entry value v) was
- * part of?  Its slots were all free when it was retired. */
-static bool retired_slot(uintptr_t a, uintptr_t page, uint32_t v)
-{
-	const struct size_class *k = &classes[PG_INFO_CLASS(v)];
-	uintptr_t off = a - (page - ((uintptr_t)PG_INFO_INDEX(v) << PAGE_SHIFT));
-	uint32_t i = (uint32_t)((off * k->recip) >> 32);
-	return i < k->nslots && (uintptr_t)i * k->size == off;
-}
-
-static enum blk_status classify(uintptr_t a, struct blk *b)
-{
-	b->guarded = 0;
-	if (!in_heap(a))
-		return BLK_FOREIGN;
-	struct segment *sg = seg_of(a);
-	b->seg = sg;
-	b->owner = sg->owner;
-	uint8_t kind = __atomic_load_n(&sg->kind, __ATOMIC_ACQUIRE);
-	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL) {
-		struct segment *head = kind == SEG_HUGE ? sg : sg - sg->nsegs;
-		uintptr_t base = seg_addr(head);
-		b->kind = BK_HUGE;
-		b->seg = head;
-		b->base = base;
-		b->owner = head->owner;
-		b->usable = b->span = (size_t)head->huge_pages << PAGE_SHIFT;
-		if (__atomic_load_n(&head->releasing, __ATOMIC_ACQUIRE))
-			return a == base ? BLK_FREED : BLK_NOT_BLOCK;
-		return a == base ? BLK_OK : BLK_INTERIOR;
-	}
-	uint32_t e = page_entry(sg, a);
-	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
-	if (kind != SEG_PAGES_K) {
-		/* a segment back in the pool: one that held slabs (its sticky
-		 * tag is a class) keeps the entries of its retired slabs;
-		 * otherwise a page-aligned pointer into it was a run's start */
-		b->base = a;
-		if (kind == SEG_UNUSED && sg->tag && sg->tag <= NCLASSES && PG_TYPE(e) == PG_FREE &&
-		    PG_INFO_CLASS(PG_VAL(e)) == sg->tag - 1)
-			return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
-		return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
-	}
-	switch (PG_TYPE(e)) {
-	case PG_SLAB: {
-		struct slab *s = &slab_table[PG_VAL(e)];
-		const struct size_class *k = &classes[s->cls];
-		uintptr_t off = a - s->base;
-		uint32_t i = (uint32_t)((off * k->recip) >> 32);
-		b->kind = BK_SMALL;
-		b->s = s;
-		b->slot = i;
-		b->owner = s->owner;
-		b->span = k->size;
-		b->usable = k->size - canary_bytes;
-		b->base = s->base + (uintptr_t)i * k->size;
-		if (i >= s->nslots)
-			return BLK_NOT_BLOCK;
-		if (b->base != a)
-			return BLK_INTERIOR;
-		uint64_t bit = 1ull << (i % 64);
-		if (!(ld(&s->used[i / 64]) & bit) || ((ld(&s->remote[i / 64]) | ld(&s->quar[i / 64])) & bit))
-			return BLK_FREED;
-		return BLK_OK;
-	}
-	case PG_TAIL: {
-		uintptr_t head = page - ((uintptr_t)PG_VAL(e) << PAGE_SHIFT);
-		uint32_t he = page_entry(sg, head);
-		b->owner = page_owner(sg, head);
-		b->kind = BK_LARGE;
-		b->base = head;
-		b->usable = b->span = (size_t)PG_VAL(he) << PAGE_SHIFT;
-		return PG_TYPE(he) == PG_LARGE ? BLK_INTERIOR : BLK_NOT_BLOCK;
-	}
-	case PG_LARGE: {
-		b->owner = page_owner(sg, page);
-		b->kind = BK_LARGE;
-		b->base = page;
-		b->usable = b->span = (size_t)PG_VAL(e) << PAGE_SHIFT;
-		uintptr_t end = page + b->span;
-		if ((end & (SEG_SIZE - 1)) && PG_TYPE(page_entry(sg, end)) == PG_GUARD) {
-			b->guarded = 1;
-			b->span += PAGE_SIZE;
-		}
-		return a == page ? BLK_OK : BLK_INTERIOR;
-	}
-	default: /* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD */
-		b->kind = BK_LARGE;
-		b->base = page;
-		b->usable = b->span = (size_t)PG_RUN_PAGES(PG_VAL(e)) << PAGE_SHIFT;
-		if ((PG_TYPE(e) == PG_FREE || PG_TYPE(e) == PG_PENDING) &&
-		    PG_INFO_CLASS(PG_VAL(e)) >= 0)
-			return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
-		return a == page && PG_TYPE(e) != PG_GUARD ? BLK_FREED : BLK_NOT_BLOCK;
-	}
-}
+/* ---- block lookup: owner_lookup (owner.c) ----------------------------- */
 
 static _Noreturn __attribute__((cold)) void
 misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk *b)
@@ -829,7 +732,7 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 			if (s->prev)
 				s->prev->next = s->next;
 			else
-				c->abandoned[s->cls] = s->next;
+				__atomic_store_n(&c->abandoned[s->cls], s->next, __ATOMIC_RELAXED);
 			if (s->next)
 				s->next->prev = s->prev;
 			s->abandoned = 0;
@@ -865,7 +768,8 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 
 static void slot_release(struct tstate *t, struct slab *s, uint32_t i)
 {
-	if (s->heap == t->heap)
+	/* abandon_slab and adopt store s->heap atomically (heap_lock) */
+	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) == t->heap)
 		slot_release_local(t, t->heap, s, i);
 	else
 		slot_release_remote(t, s, i);
@@ -875,7 +779,7 @@ static void slot_release(struct tstate *t, struct slab *s, uint32_t i)
 static void quarantine_evict(struct tstate *t, void *p)
 {
 	struct segment *sg = seg_of((uintptr_t)p);
-	struct slab *s = &slab_table[PG_VAL(page_entry(sg, (uintptr_t)p))];
+	struct slab *s = &slab_table[owner_slab_of(sg, (uintptr_t)p)];
 	const struct size_class *k = &classes[s->cls];
 	uint32_t i = (uint32_t)((((uintptr_t)p - s->base) * k->recip) >> 32);
 	if (opt.waf_check) {
@@ -946,7 +850,7 @@ static __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab
 static void free_slow(struct tstate *t, uintptr_t a, const char *what)
 {
 	struct blk b;
-	enum blk_status stt = classify(a, &b);
+	enum blk_status stt = owner_lookup(a, &b);
 	if (stt != BLK_OK)
 		misuse(what, a, stt, &b);
 	if (b.kind == BK_SMALL) {
@@ -957,24 +861,24 @@ static void free_slow(struct tstate *t, uintptr_t a, const char *what)
 	}
 	t->st.frees[LARGE_CLASS]++;
 	stat_sub(large_live_bytes, b.usable);
-	revoke_add(t, b.base, b.span >> PAGE_SHIFT, b.owner, b.kind == BK_HUGE ? RK_HUGE : RK_RUN,
-		   b.guarded ? RF_GUARDED : 0);
+	flush_if_full(t, revoke_add(t, b.base, b.span >> PAGE_SHIFT, b.owner,
+				    b.kind == BK_HUGE ? RK_HUGE : RK_RUN, b.guarded ? RF_GUARDED : 0));
 }
 
-void heap_free(void *p)
+void heap_free(struct tstate *t, void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	struct tstate *t = tstate_get();
 	if (likely(in_heap(a))) {
 		struct segment *sg = seg_of(a);
-		uint32_t e = page_entry(sg, a);
-		if (likely(PG_TYPE(e) == PG_SLAB && sg->kind == SEG_PAGES_K)) {
-			struct slab *s = &slab_table[PG_VAL(e)];
+		long id = owner_slab_of(sg, a);
+		if (likely(id >= 0 && sg->kind == SEG_PAGES_K)) {
+			struct slab *s = &slab_table[id];
 			const struct size_class *k = &classes[s->cls];
 			uintptr_t off = a - s->base;
 			uint32_t i = (uint32_t)((off * k->recip) >> 32);
 			struct theap *h = t->heap;
-			if (likely(i * k->size == off && i < s->nslots && s->heap == h)) {
+			if (likely(i * k->size == off && i < s->nslots &&
+				   __atomic_load_n(&s->heap, __ATOMIC_RELAXED) == h)) {
 				uint32_t w = i / 64;
 				uint64_t bit = 1ull << (i % 64);
 				if (unlikely(!(s->used[w] & bit) ||
@@ -1000,11 +904,11 @@ void heap_free(void *p)
 	free_slow(t, a, "free");
 }
 
-void heap_free_checked(void *p, size_t size, size_t align)
+void heap_check_sized(const void *p, size_t size, size_t align)
 {
 	struct blk b;
 	uintptr_t a = (uintptr_t)p;
-	enum blk_status stt = classify(a, &b);
+	enum blk_status stt = owner_lookup(a, &b);
 	if (stt != BLK_OK)
 		misuse("free", a, stt, &b);
 	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
@@ -1022,13 +926,12 @@ void heap_free_checked(void *p, size_t size, size_t align)
 	if (got != want)
 		xpfo_fatal("sized free of %p with size %z: the block has size class %z (compartment \"%s\")",
 			   p, size, want, comp_name(b.owner));
-	heap_free(p);
 }
 
 size_t heap_usable(const void *p)
 {
 	struct blk b;
-	enum blk_status stt = classify((uintptr_t)p, &b);
+	enum blk_status stt = owner_lookup((uintptr_t)p, &b);
 	if (stt != BLK_OK)
 		misuse("malloc_usable_size", (uintptr_t)p, stt, &b);
 	return b.usable;
@@ -1048,23 +951,24 @@ static bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_
 		/* shrink in place: the tail goes to the gather (with a
 		 * guard, its first page becomes the new guard and the old
 		 * guard ends the freed tail) */
-		pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b->owner);
+		owner_set_large(a, nnp, b->owner);
 		stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
 		if (b->guarded) {
 			stat_inc(revoke_syscalls);
-			pages_set_run(a + (nnp << PAGE_SHIFT), 1, PG_MAKE(PG_GUARD, 0), b->owner);
+			owner_set_guard(a + (nnp << PAGE_SHIFT), b->owner);
 			stat_inc(live_guards); /* the old one leaves with the tail */
 			if (np - nnp > 0)
-				revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b->owner, RK_RUN,
-					   RF_GUARDED);
+				flush_if_full(t, revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp,
+							    b->owner, RK_RUN, RF_GUARDED));
 		} else {
-			revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner, RK_RUN, 0);
+			flush_if_full(t, revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner,
+						    RK_RUN, 0));
 		}
 		return true;
 	}
 	if (b->kind == BK_LARGE && !b->guarded && size <= LARGE_MAX &&
 	    pages_grow_in_place(a, np, nnp)) {
-		pages_set_run(a, nnp, PG_MAKE(PG_LARGE, nnp), b->owner);
+		owner_set_large(a, nnp, b->owner);
 		stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
 		return true;
 	}
@@ -1092,7 +996,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct blk b;
-	enum blk_status stt = classify(a, &b);
+	enum blk_status stt = owner_lookup(a, &b);
 	if (stt != BLK_OK)
 		misuse("realloc", a, stt, &b);
 	struct touch x;
@@ -1114,7 +1018,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	touch_begin(&x, t, b.owner, p, b.usable);
 	t_read(&x, p, q, b.usable < size ? b.usable : size);
 	touch_end(&x);
-	heap_free(p);
+	heap_free(t, p);
 	return q;
 }
 
@@ -1146,16 +1050,16 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 	s->next = c->abandoned[s->cls];
 	if (s->next)
 		s->next->prev = s;
-	c->abandoned[s->cls] = s;
+	/* adopt() peeks at the list without heap_lock */
+	__atomic_store_n(&c->abandoned[s->cls], s, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&heap_lock);
 	/* frees that raced with the hand-over are folded in by the adopter, or
 	 * retire the slab themselves once it is empty */
 }
 
-void heap_abandon(struct theap *h)
+void heap_abandon(struct tstate *t, struct theap *h)
 {
-	struct tstate *t = tstate_get();
 	struct slab *n = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
 	for (; n; n = n->notify_next)
 		__atomic_store_n(&n->in_notify, 0, __ATOMIC_RELEASE);
@@ -1180,25 +1084,10 @@ void heap_walk_check(void)
 	if (!debug_walks)
 		return;
 	pthread_mutex_lock(&heap_lock);
-	for (size_t i = 0; i < heap_nsegs; i++) {
-		struct segment *s = &seg_table[i];
-		if (s->kind != SEG_PAGES_K || s->releasing)
-			continue;
-		uint32_t nfree = 0;
-		for (size_t p = 0; p < SEG_PAGES; p++) {
-			bool f = s->free_map[p / 64] >> (p % 64) & 1;
-			uint32_t e = __atomic_load_n(&s->page[p], __ATOMIC_RELAXED);
-			nfree += f;
-			if (f != (PG_TYPE(e) == PG_FREE))
-				xpfo_fatal("invariant: segment %u page %u free bit %u, entry type %u",
-					   (unsigned long)i, (unsigned long)p, (unsigned long)f,
-					   (unsigned long)PG_TYPE(e));
-		}
-		if (nfree != s->free_pages)
-			xpfo_fatal("invariant: segment %u counts %u free pages, map has %u",
-				   (unsigned long)i, (unsigned long)s->free_pages, (unsigned long)nfree);
-		if (!comp_table[s->owner])
+	owner_check();
+	for (size_t i = 0; i < heap_nsegs; i++)
+		if (seg_table[i].kind == SEG_PAGES_K && !seg_table[i].releasing &&
+		    !comp_table[seg_table[i].owner])
 			xpfo_fatal("invariant: segment %u has no owner", (unsigned long)i);
-	}
 	pthread_mutex_unlock(&heap_lock);
 }

@@ -6,13 +6,14 @@
  * page has an out-of-line entry (internal.h, enum page_type) and a bit in
  * free_map.  A page is PG_FREE only after its revocation was applied, so any
  * page this file hands out is already inaccessible to its previous owner
- * (invariant I2): the gather (src/revoke.c) is the only caller of
+ * (invariant I2): the gather (alloc/revoke.c) is the only caller of
  * pages_release().  A segment goes back to the unused pool only when all its
  * pages are free, and is purged first, so a new owner gets fresh frames.
  *
  * Everything here runs under heap_lock; syscalls (purges) run outside it.
  */
-#include "internal.h"
+#include "alloc.h"
+#include "owner.h"
 #include "backing.h"
 
 #include <errno.h>
@@ -191,7 +192,7 @@ static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsign
 	s->free_pages = SEG_PAGES;
 	memset(s->free_map, 0xff, sizeof s->free_map);
 	memset(s->clean_map, 0xff, sizeof s->clean_map);
-	memset(s->page, 0, sizeof s->page);
+	owner_reset(s);
 	seg_list_add(c, s);
 }
 
@@ -206,10 +207,7 @@ static bool seg_take_pages(struct segment *s, size_t i, size_t n, uint16_t owner
 	bit_fill(s->clean_map, i, n, false);
 	/* the owner from the start: an open/close walk that runs before the
 	 * run is set up must already count these pages as the owner's */
-	for (size_t k = 0; k < n; k++) {
-		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_TAIL, k), __ATOMIC_RELAXED);
-	}
+	owner_set_taken(seg_addr(s) + (i << PAGE_SHIFT), n, owner);
 	stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, (int64_t)clean);
 	stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)n);
 	return clean == n;
@@ -269,32 +267,6 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 	return s ? seg_addr(s) : 0;
 }
 
-void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t owner)
-{
-	struct segment *s = seg_of(addr);
-	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
-	unsigned type = PG_TYPE(head_entry);
-	/* slab pages all name the slab; a live run's tails point back at its
-	 * head; a queued or quarantined run's tails say only that */
-	uint32_t tail = type == PG_SLAB ? head_entry : type == PG_LARGE ? 0 : PG_MAKE(type, 0);
-	for (size_t k = 0; k < npages; k++) {
-		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], !k ? head_entry : tail ? tail : PG_MAKE(PG_TAIL, k),
-				 __ATOMIC_RELEASE);
-	}
-}
-
-void pages_set_retired(uintptr_t addr, size_t npages, unsigned cls, uint16_t owner)
-{
-	struct segment *s = seg_of(addr);
-	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
-	for (size_t k = 0; k < npages; k++) {
-		uint32_t v = (k ? 0 : (uint32_t)npages) | PG_SLAB_INFO(cls, k);
-		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_PENDING, v), __ATOMIC_RELEASE);
-	}
-}
-
 /* Mark pages [i, i+n) of a carved segment clean (heap_lock held). */
 static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 {
@@ -329,7 +301,9 @@ void segs_release(size_t *idx, size_t n)
 		}
 		pthread_mutex_lock(&heap_lock);
 		for (size_t m = k; m < j; m++) {
-			seg_table[idx[m]].releasing = 0;
+			/* kept out: marked quarantined (2), so that a lookup reads
+			 * a freed block, not a live one with no owner */
+			seg_table[idx[m]].releasing = e ? 2 : 0;
 			seg_table[idx[m]].gen++;
 			seg_table[idx[m]].freed_at = (uint32_t)flush_serial();
 			if (!e) {
@@ -379,13 +353,7 @@ void pages_release(const struct range *r, unsigned n)
 			continue;
 		}
 		size_t i = (r[k].addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
-		for (size_t m = 0; m < r[k].npages; m++) {
-			/* a retired slab's page keeps what it was (double free reports) */
-			uint32_t was = s->page[i + m];
-			uint32_t info = PG_TYPE(was) == PG_PENDING ? PG_VAL(was) & PG_INFO_MASK : 0;
-			__atomic_store_n(&s->aux[i + m], serial, __ATOMIC_RELAXED);
-			__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, info), __ATOMIC_RELEASE);
-		}
+		owner_set_free(r[k].addr, r[k].npages, serial);
 		bit_fill(s->free_map, i, r[k].npages, true);
 		if (r[k].purged)
 			seg_mark_clean(s, i, r[k].npages);
@@ -417,7 +385,7 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
 	size_t extra = new_npages - npages;
 	uintptr_t more = addr + (npages << PAGE_SHIFT);
-	uint16_t owner = page_owner(s, addr);
+	uint16_t owner = owner_of_page(s, addr);
 	if (s->kind != SEG_PAGES_K || i + new_npages > SEG_PAGES)
 		return false;
 	pthread_mutex_lock(&heap_lock);
@@ -450,7 +418,7 @@ static void seg_quarantine_free(struct segment *s, size_t p, size_t q, int err)
 {
 	bit_fill(s->free_map, p, q - p, false);
 	s->free_pages -= (uint32_t)(q - p);
-	pages_set_run(seg_addr(s) + (p << PAGE_SHIFT), q - p, PG_MAKE(PG_QUAR, q - p), s->owner);
+	owner_set_quarantined(seg_addr(s) + (p << PAGE_SHIFT), q - p, s->owner);
 	stat_inc(revoke_failures);
 	stat_add(pages_quarantined, q - p);
 	xpfo_warn("cannot purge %u free pages at %p changing owner (error %d): quarantined",

@@ -1,7 +1,7 @@
 /* sizeclass.c - size classes: 16-byte steps to 128, then four classes per
  * doubling up to 16 KiB.  Each class gets a slab size chosen so that the
  * slots fill the slab with little waste. */
-#include "internal.h"
+#include "alloc.h"
 
 
 /* Pages per slab for a class: the smallest count that wastes at most 1/32

@@ -116,7 +116,8 @@ static inline arch_pkey_reg_t arch_pkey_reg_only_key0(void) { return 0; }
 #endif
 
 /* The system calls by number, so that the C library's version does not
- * matter (glibc has wrappers only from 2.27).  Each returns what syscall()
+ * matter (glibc has wrappers only from 2.27).  In the library only src/os.c
+ * calls these and arch_pkey_probe (the tests in tests/qemu use them too).  Each returns what syscall()
  * returns: the result, or -1 with errno set.  Without keys, ENOSYS. */
 static inline int arch_pkey_sys_alloc(unsigned int flags, unsigned int init_rights)
 {

@@ -10,7 +10,7 @@
  * the short list of sites known safe below.  docs/security.md gives the
  * measured counts and what a chain that jumps to an allowed site can do.
  */
-#include "internal.h"
+#include "base.h"
 
 #include <errno.h>
 #include <string.h>
@@ -83,7 +83,7 @@ static const char *site_kind(const unsigned char *at)
 	return at[1] == 0x01 ? "WRPKRU" : (at[2] & 0xf8) == 0xd0 ? "WRFSBASE" : "XRSTOR";
 }
 
-/* xpfo's gate: the section pkeys_write lives in (src/pkeys.c). */
+/* xpfo's gate: the section pkeys_write lives in (alloc/pkeys.c). */
 extern const char __start_xpfo_gate[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_xpfo_gate[] __attribute__((weak, visibility("hidden")));
 

@@ -1,8 +1,6 @@
-libxpfo_la_SOURCES += src/internal.h src/os.h src/os.c src/stats.h src/stats.c \
-	src/fatal.h src/fatal.c src/options.h src/options.c src/meta.c src/revoke.c \
-	src/init.c src/api.c src/compartment.c src/fault.c src/random.c src/pkeys.c \
-	src/prefixed.c src/memfd.c
-
-# xpfo_lock_thread (the sandbox issue): the filter, its executor, the gadget scan
-libxpfo_la_SOURCES += src/sandbox.h src/sandbox.c src/executor.c src/gadgets.c
-libxpfo_la_LIBADD += $(SECCOMP_LIBS)
+# src: the bottom layer (platform): the OS boundary (memfd.c: secret memory
+# and alias files), errors, options, randomness, the counters, the gadget
+# scan.  Nothing here calls alloc/ or api/.
+libxpfo_la_SOURCES += src/base.h src/os.h src/os.c src/stats.h src/stats.c \
+	src/fatal.h src/fatal.c src/options.h src/options.c src/random.c src/memfd.c \
+	src/gadgets.c

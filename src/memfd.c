@@ -289,11 +289,6 @@ void os_fd_close(int fd)
 	errno = saved;
 }
 
-long os_getpid(void)
-{
-	return (long)getpid();
-}
-
 int os_alias_punch(int fd, size_t off, size_t len)
 {
 	int e = os_injected(OS_OP_ALIAS);

@@ -1,6 +1,6 @@
 /* options.c - the run-time options table and its parser.  Runs before the
  * heap exists, so it allocates nothing. */
-#include "internal.h"
+#include "base.h"
 
 #define GATHER_MAX_RUNS 4096 /* GATHER_MAX in internal.h */
 

@@ -1,10 +1,12 @@
 /* os.c - Linux implementation of os.h.  The only file that includes
  * <sys/mman.h> or issues raw syscalls. */
 #include "os.h"
+#include "pkeys.h"
 #include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,7 +202,7 @@ int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int
 
 static int mem_fd = -2; /* -2: not tried; -1: unavailable */
 
-/* ---- sandbox (src/sandbox.c) ----
+/* ---- sandbox (alloc/sandbox.c) ----
  * A locked thread may not open files: /proc/self/mem would reach every
  * page.  Its descriptor is closed, and nothing here tries to open one. */
 static int os_mem_closed;                 /* for every thread: it stays closed */
@@ -543,4 +545,52 @@ long os_count_vmas(uintptr_t lo, uintptr_t hi)
 _Noreturn void os_abort(void)
 {
 	abort();
+}
+
+/* ---- signals, scheduling, identity, keys: the rest of the process's
+ * calls, so that no other file makes one ---------------------------------- */
+
+void os_yield(void)
+{
+	sched_yield();
+}
+
+long os_getpid(void)
+{
+	return getpid();
+}
+
+long os_page_size(void)
+{
+	return sysconf(_SC_PAGESIZE);
+}
+
+int os_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+	int saved = errno;
+	int e = sigaction(sig, sa, old) ? errno : 0;
+	errno = saved;
+	return e;
+}
+
+int os_pkey_alloc(unsigned rights, int *key)
+{
+	int saved = errno;
+	int k = arch_pkey_sys_alloc(0, rights);
+	int e = k < 0 ? errno : 0;
+	errno = saved;
+	*key = k;
+	return e;
+}
+
+_Noreturn void os_exit(int code)
+{
+	_exit(code);
+}
+
+/* Can this process use keys (enum arch_pkey_status): allocates and frees a
+ * key, so it lives here. */
+int os_pkey_probe(void)
+{
+	return (int)arch_pkey_probe();
 }

@@ -76,7 +76,7 @@ int os_dup_high(int fd);
 /* Count the lines of /proc/self/maps whose start lies in [lo, hi). */
 long os_count_vmas(uintptr_t lo, uintptr_t hi);
 _Noreturn void os_abort(void);
-/* A thread is being locked (src/sandbox.c): /proc/self/mem is closed for
+/* A thread is being locked (alloc/sandbox.c): /proc/self/mem is closed for
  * the process for good, and the calling thread never opens a file again
  * (os_read_file, os_count_vmas: EPERM). */
 void os_sandbox_lock(void);
@@ -107,13 +107,24 @@ int os_alias_open(int fd, bool write, int *out);
 /* Revoke every mapping of the memfd: truncate it to nothing, seal it so it
  * can never grow again, close it. */
 int os_alias_truncate(int fd);
-/* Close a descriptor (errors ignored); this process's id. */
+/* Close a descriptor (errors ignored). */
 void os_fd_close(int fd);
-long os_getpid(void);
 /* Punch [off, off+len) out of the memfd (its other pages stay). */
 int os_alias_punch(int fd, size_t off, size_t len);
 /* Sum of the memfd_secret mappings of this process: Size and Rss in bytes. */
 int os_secret_usage(uint64_t *mapped, uint64_t *resident);
+_Noreturn void os_exit(int code); /* _exit: no atexit handlers */
+void os_yield(void);                /* sched_yield */
+long os_getpid(void);
+long os_page_size(void);            /* sysconf(_SC_PAGESIZE) */
+struct sigaction;
+int os_sigaction(int sig, const struct sigaction *sa, struct sigaction *old);
+/* A new protection key with initial rights for this thread (pkey_alloc):
+ * 0 and *key, or an errno (ENOSYS without keys). */
+int os_pkey_alloc(unsigned rights, int *key);
+/* arch_pkey_probe (arch/pkeys.h: enum arch_pkey_status), which makes the
+ * pkey_alloc and pkey_free calls. */
+int os_pkey_probe(void);
 
 /* Test seam: make the next `count` calls of op fail with err after `skip`
  * successful ones (count 0 disarms). */

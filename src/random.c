@@ -3,7 +3,7 @@
  * The block function follows RFC 8439 (20 rounds, 32-bit counter, 96-bit
  * nonce).  Each thread keys its own stream once, so drawing a byte is a load
  * from a 64-byte buffer, and a block (about 300 cycles) serves 64 draws. */
-#include "internal.h"
+#include "base.h"
 
 #include <string.h>
 

@@ -121,14 +121,14 @@ endif
 # ThreadSanitizer over the remote-free and compartment paths (not in make
 # check: it needs clang and takes its own build of the library, without the
 # libc names so that TSan keeps its malloc).  make check-tsan builds and
-# runs it; tests/tsan.supp says why each suppression is there.
+# runs it (.ci/run too); tests/tsan.supp says why each suppression is there.
 TSAN_CC = clang-14
 TSAN_CFLAGS = -g -O1 -fsanitize=thread -pthread -D_GNU_SOURCE -fvisibility=hidden \
-	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_srcdir)/alloc \
+	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_srcdir)/alloc -I$(top_srcdir)/api \
 	-I$(top_srcdir)/arch
 TSAN_ARGS = 4 6
 tests/tsan-remote: $(top_srcdir)/tests/tsan-remote.c $(fuzz_lib_sources) config.h
-	$(AM_V_CC)$(TSAN_CC) $(TSAN_CFLAGS) -o $@ $< $(fuzz_lib_sources)
+	$(AM_V_CC)$(TSAN_CC) $(TSAN_CFLAGS) -o $@ $< $(fuzz_lib_sources) $(SECCOMP_LIBS)
 .PHONY: check-tsan
 check-tsan: tests/tsan-remote
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abs_top_srcdir)/tests/tsan.supp $(TSAN_OPTIONS)" \
@@ -143,3 +143,16 @@ SOAK_CSV = bench/results/soak.csv
 soak:
 	top_srcdir='$(abs_top_srcdir)' $(SHELL) $(top_srcdir)/tests/soak.sh $(MINUTES) $(SOAK_CSV)
 EXTRA_DIST += tests/soak.sh tests/soak.gp
+# Unit test of the ownership module, built from its own sources (no
+# libxpfo: the segment table lives in plain memory).  See tests/unit/owner.c.
+check_PROGRAMS += tests/unit/owner
+TESTS += tests/unit/owner
+tests_unit_owner_SOURCES = tests/unit/owner.c alloc/owner.c alloc/sizeclass.c src/options.c \
+	src/fatal.c src/os.c src/memfd.c src/stats.c $(tests_common)
+tests_unit_owner_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+tests_unit_owner_CFLAGS = $(tests_cflags)
+
+# The code's shape (tools/metrics.py --check): functions <= 60 lines, no
+# reference to a higher layer, no circle across directories.
+TESTS += tests/metrics.sh
+EXTRA_DIST += tests/metrics.sh tools/metrics.py

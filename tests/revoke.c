@@ -17,6 +17,8 @@
  *    budget): a freed 20 KiB run is released, not protected; bytes written
  *    into it after free (through read(2), which would give EFAULT on a
  *    protected page) never come back from calloc(1, 20480), which reuses it.
+ * 5. Coalescing: 16 adjacent 20 KiB runs freed, then one flush: exactly one
+ *    revocation syscall covers them (stats).
  *
  * Usage: revoke                      run the test
  *        revoke --free-loop [N [SIZE]]   the measured loop; prints counters
@@ -265,6 +267,46 @@ static void test_degraded_calloc(void)
 /* A freed run waits at most `batch` frees (1024 by default) for its
  * revocation, even when the frees after it are taken back by the next
  * malloc (revoke_cancel) and never leave the gather. */
+/* 5. Coalescing: 16 runs of 20 KiB freed one after the other (adjacent,
+ * from a fresh segment in a child) and then flushed cost one revocation
+ * syscall for all their pages. */
+static int coalesce_child(void *arg)
+{
+	(void)arg;
+	enum { N = 16, SIZE = 20480 };
+	char *p[N];
+	struct xpfo_stats a, b;
+	for (int i = 0; i < N; i++)
+		if (!(p[i] = malloc(SIZE)))
+			return 2;
+	for (int i = 1; i < N; i++)
+		if (p[i] <= p[i - 1] || p[i] - p[i - 1] > SIZE + 4096)
+			return 3; /* not one after the other: nothing to show */
+	xpfo_flush();
+	tu_stats(&a);
+	for (int i = 0; i < N; i++)
+		free(p[i]);
+	xpfo_flush();
+	tu_stats(&b);
+	if (b.revoke_syscalls - a.revoke_syscalls != 1) {
+		fprintf(stderr, "%llu revocation syscalls for %d adjacent runs\n",
+			(unsigned long long)(b.revoke_syscalls - a.revoke_syscalls), N);
+		return 4;
+	}
+	if (b.pages_revoked - a.pages_revoked < N * (SIZE / 4096))
+		return 5;
+	return 0;
+}
+
+static void test_coalesce(void)
+{
+	struct tu_child c;
+	tu_run_child(coalesce_child, NULL, 30, &c);
+	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	      "16 adjacent freed runs, one flush: not one revocation syscall (%s) %s",
+	      tu_status_str(c.status), c.err);
+}
+
 static void test_batch_bound(void)
 {
 	char *a = malloc(20480);
@@ -474,5 +516,6 @@ int main(int argc, char **argv)
 	test_counts();
 	test_degraded_calloc();
 	test_batch_bound();
+	test_coalesce();
 	tu_exit();
 }

@@ -3,7 +3,7 @@
 
     tools/metrics.py [--root DIR] [--max-lines N] [--json]
 
-Reads the library's sources (src/, alloc/, arch/, LD_PRELOAD/) as text; it
+Reads the library's sources (src/, alloc/, api/, arch/, LD_PRELOAD/) as text; it
 compiles nothing.  Reports:
 
 * function lengths (lines from the signature to the closing brace, both
@@ -18,7 +18,13 @@ It is a reading aid, not a parser: definitions are recognised by the
 project's style (return type and name on a line at column 0, the opening
 brace alone at column 0 on a later line, the closing brace alone at column
 0), which clang-format keeps.  Exit status 0 always; --check-max makes it 1
-when a function is over --max-lines.
+when a function is over --max-lines; --check (tests/metrics.sh) also when a
+file refers to a higher layer (LAYERS: src and arch at the bottom, alloc,
+api, LD_PRELOAD on top), a circle spans directories, or the median is over
+--max-median.
+
+In a header only inline function bodies and macros count as uses: a
+prototype is not a use (the caller's .c file refers to the definer's).
 """
 
 import argparse
@@ -28,7 +34,7 @@ import re
 import statistics
 import sys
 
-DIRS = ["src", "alloc", "arch", "LD_PRELOAD"]
+DIRS = ["src", "alloc", "api", "arch", "LD_PRELOAD"]
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEF_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
@@ -90,22 +96,57 @@ def def_name(lines, i):
 
 
 def globals_defined(text):
-    """Names of file-scope variables defined (not declared extern)."""
+    """Names of file-scope variables defined (not declared extern); static
+    ones are the file's own and cannot be referred to from elsewhere."""
     out = set()
     for line in text.split("\n"):
-        m = re.match(r"^(?!extern|typedef|static inline|#|struct \w+ \{|enum|union)"
+        m = re.match(r"^(?!extern|typedef|static|#|struct \w+ \{|enum|union)"
                      r"[A-Za-z_][\w \*]*?\b([A-Za-z_]\w*)(\[[^\]]*\])*\s*(=|;)", line)
         if m and "(" not in line.split("=")[0]:
-            out.add(m.group(2))
+            out.add(m.group(1))
     return out
+
+
+def uses(f, text, fdefs):
+    """The text of f whose names are uses: a .c file's whole text; in a
+    header only the bodies of its inline functions and its macros (a
+    prototype or an extern declaration is not a use: the file that calls
+    the function refers to the file that defines it)."""
+    if not f.endswith(".h"):
+        return text
+    lines = text.split("\n")
+    out = [l for l in lines if l.startswith("#define")]
+    for _, start, n in fdefs:
+        out.extend(lines[start:start + n])
+    return "\n".join(out)
+
+
+LAYERS = {"src": 0, "arch": 0, "alloc": 1, "api": 2, "LD_PRELOAD": 3}
+
+
+def upward(edges):
+    """References from a file to a file of a higher layer (LAYERS)."""
+    out = []
+    for f, outs in sorted(edges.items()):
+        for g, n in sorted(outs.items()):
+            if LAYERS[f.split("/")[0]] < LAYERS[g.split("/")[0]]:
+                out.append((f, g, n))
+    return out
+
+
+def interface_of(f):
+    """The .c file a header f is the interface of (same directory and stem)."""
+    return f[:-2] + ".c" if f.endswith(".h") else None
 
 
 def graph(root, files, texts, defs):
     owner = {}
     for f in files:
         if f.endswith(".c"):
-            for name, _, _ in defs[f]:
-                owner.setdefault(name, f)
+            lines = texts[f].split("\n")
+            for name, start, _ in defs[f]:
+                if not lines[start].startswith("static"):  # file-local otherwise
+                    owner.setdefault(name, f)
             for g in globals_defined(texts[f]):
                 owner.setdefault(g, f)
     for f in files:  # static inline helpers of headers belong to the header
@@ -115,9 +156,11 @@ def graph(root, files, texts, defs):
     edges = {f: {} for f in files}
     for f in files:
         local = {n for n, _, _ in defs[f]}
-        for m in IDENT.finditer(texts[f]):
+        for m in IDENT.finditer(uses(f, texts[f], defs[f])):
             o = owner.get(m.group(0))
-            if o and o != f and m.group(0) not in local:
+            # a header declaring what its own .c defines is that file's
+            # interface, not a reference to it
+            if o and o != f and m.group(0) not in local and o != interface_of(f):
                 edges[f][o] = edges[f].get(o, 0) + 1
         for inc in re.findall(r'#include "([^"]+)"', texts[f]):
             for g in files:
@@ -165,6 +208,11 @@ def main():
     ap.add_argument("--max-lines", type=int, default=60)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--check-max", action="store_true")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 on a function over --max-lines, a reference to a higher "
+                         "layer, a circle across directories, or a median over --max-median "
+                         "when that is given")
+    ap.add_argument("--max-median", type=float, default=None)
     a = ap.parse_args()
     files = sources(a.root)
     texts = {f: strip_comments(open(os.path.join(a.root, f)).read()) for f in files}
@@ -187,7 +235,9 @@ def main():
                  if ln > a.max_lines],
         "circles": sccs(edges),
         "cross_dir_refs": {f"{x}->{y}": n for (x, y), n in sorted(cross.items())},
+        "upward": [{"from": f, "to": g, "refs": n} for f, g, n in upward(edges)],
     }
+    res["cross_dir_circles"] = [c for c in res["circles"] if len({f.split("/")[0] for f in c}) > 1]
     if a.json:
         print(json.dumps(res, indent=1))
     else:
@@ -201,6 +251,14 @@ def main():
             print("no circle between files")
         for k, n in res["cross_dir_refs"].items():
             print(f"  references {k}: {n}")
+        for u in res["upward"]:
+            print(f"  upward: {u['from']} -> {u['to']} ({u['refs']})")
+        print(f"layers (bottom to top): src arch | alloc | api | LD_PRELOAD; "
+              f"{len(res['upward'])} upward references, "
+              f"{len(res['cross_dir_circles'])} circles across directories")
+    if a.check and (res["over"] or res["upward"] or res["cross_dir_circles"]
+                    or (a.max_median is not None and res["median"] > a.max_median)):
+        return 1
     return 1 if a.check_max and res["over"] else 0
 
 

@@ -9,7 +9,7 @@ FUZZ_SECONDS = 60
 FUZZ_TARGETS = ops options threads
 FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -pthread -D_GNU_SOURCE -fvisibility=hidden \
-	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_srcdir)/alloc \
+	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_srcdir)/alloc -I$(top_srcdir)/api \
 	-I$(top_srcdir)/arch -I$(top_srcdir)/tests/fuzz
 fuzz_lib_sources = $(addprefix $(top_srcdir)/,$(filter %.c,$(filter-out LD_PRELOAD/override.c,$(libxpfo_la_SOURCES))))
 fuzz_bins = $(addprefix tests/fuzz/fuzz-,$(FUZZ_TARGETS))

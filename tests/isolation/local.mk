@@ -22,7 +22,8 @@ iso_tests = \
 	tests/isolation/ownership \
 	tests/isolation/nomem \
 	tests/isolation/failclosed \
-	tests/isolation/forkcomp
+	tests/isolation/forkcomp \
+	tests/isolation/osfail
 
 check_PROGRAMS += $(iso_tests)
 TESTS += $(iso_tests)
@@ -91,3 +92,9 @@ tests_isolation_forkcomp_CPPFLAGS = $(iso_cppflags)
 tests_isolation_forkcomp_CFLAGS = $(iso_cflags)
 tests_isolation_forkcomp_LDADD = $(iso_ldadd)
 tests_isolation_forkcomp_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_osfail_SOURCES = tests/isolation/osfail.c $(iso_sources)
+tests_isolation_osfail_CPPFLAGS = $(iso_cppflags)
+tests_isolation_osfail_CFLAGS = $(iso_cflags)
+tests_isolation_osfail_LDADD = $(iso_ldadd)
+tests_isolation_osfail_LDFLAGS = $(iso_ldflags)

@@ -20,11 +20,10 @@
  * handed to another compartment; the one exception is a register saved in
  * a signal frame and restored by sigreturn (docs/security.md).
  */
-#include "internal.h"
+#include "alloc.h"
 #include "pkeys.h"
 
 #include <string.h>
-#include <unistd.h>
 
 __thread uint64_t tl_pkru __attribute__((tls_model("initial-exec")));
 __thread uint64_t tl_pkru_open __attribute__((tls_model("initial-exec")));
@@ -43,8 +42,9 @@ static uint64_t enter_tick;
  * (src/gadgets.c exempts this section, and only it, from the lock's scan).
  * It checks what the register holds before it returns, so a jump straight
  * to the write with a value of the attacker's does not keep a key open in
- * a locked thread (sandbox_gate_check, src/sandbox.c). */
-__attribute__((noinline, section("xpfo_gate"))) void pkeys_write(uint64_t v)
+ * a locked thread (sandbox_gate_check, alloc/sandbox.c). */
+__attribute__((noinline, section("xpfo_gate")))
+void pkeys_write(uint64_t v)
 {
 	arch_pkey_reg_write((arch_pkey_reg_t)v);
 	sandbox_gate_check();
@@ -56,23 +56,23 @@ void pkeys_init(void)
 		xpfo_sealed.g.backend_note = "chosen by backend=mprotect";
 		return;
 	}
-	enum arch_pkey_status st = arch_pkey_probe();
+	enum arch_pkey_status st = (enum arch_pkey_status)os_pkey_probe();
 	if (st != ARCH_PKEY_OK) {
 		if (opt.backend == BACKEND_PKEYS) {
 			char line[256];
 			size_t n = fmt_str(line, sizeof line - 1, "xpfo: error: backend=pkeys: %s\n",
 					   arch_pkey_status_str(st));
 			os_write(2, line, n);
-			_exit(2);
+			os_exit(2);
 		}
 		xpfo_sealed.g.backend_note = arch_pkey_status_str(st);
 		return;
 	}
-	int k = arch_pkey_sys_alloc(0, PKEY_NO_ACCESS);
-	if (k < 0) {
+	int k;
+	if (os_pkey_alloc(PKEY_NO_ACCESS, &k)) {
 		if (opt.backend == BACKEND_PKEYS) {
 			os_write(2, "xpfo: error: backend=pkeys: no key for the allocator\n", 53);
-			_exit(2);
+			os_exit(2);
 		}
 		xpfo_sealed.g.backend_note = "pkey_alloc failed";
 		return;
@@ -121,8 +121,8 @@ static int key_new(void)
 	for (int k = 1; k < ARCH_PKEY_KEYS; k++)
 		if (key_ours[k] && !key_owner[k] && k != key_alloc)
 			return k;
-	int k = arch_pkey_sys_alloc(0, PKEY_NO_ACCESS);
-	if (k <= 0 || k >= ARCH_PKEY_KEYS)
+	int k;
+	if (os_pkey_alloc(PKEY_NO_ACCESS, &k) || k <= 0 || k >= ARCH_PKEY_KEYS)
 		return -1;
 	key_ours[k] = true;
 	return k;

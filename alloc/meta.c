@@ -6,7 +6,8 @@
  * wild pointer walking from the heap) faults instead of rewriting another.
  * Nothing here is ever inside a user allocation's pages.
  */
-#include "internal.h"
+#include "alloc.h"
+#include "owner.h"
 
 #include <string.h>
 

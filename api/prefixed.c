@@ -18,7 +18,7 @@ XPFO_EXPORT void xpfo_free(void *p)
 {
 	XPFO_ENTRY;
 	if (p)
-		heap_free(p);
+		heap_free(tstate_get(), p);
 }
 
 XPFO_EXPORT void *xpfo_calloc(size_t n, size_t size)
@@ -34,7 +34,7 @@ XPFO_EXPORT void *xpfo_realloc(void *p, size_t size)
 	if (!p)
 		return heap_malloc(tstate_get(), size);
 	if (!size) {
-		heap_free(p);
+		heap_free(tstate_get(), p);
 		return NULL;
 	}
 	return heap_realloc(tstate_get(), p, size);
@@ -87,6 +87,8 @@ XPFO_EXPORT size_t xpfo_usable_size(const void *p)
 XPFO_EXPORT void xpfo_free_sized(void *p, size_t size)
 {
 	XPFO_ENTRY;
-	if (p)
-		heap_free_checked(p, size, 0);
+	if (p) {
+		heap_check_sized(p, size, 0);
+		heap_free(tstate_get(), p);
+	}
 }

@@ -4,12 +4,12 @@
  * Faults elsewhere go to the handler the program had, untouched.  The handler
  * allocates nothing and takes no lock. */
 #include "internal.h"
+#include "owner.h"
 #include "backing.h"
 #include "arch.h"
 
 #include <signal.h>
 #include <string.h>
-#include <unistd.h>
 
 static struct sigaction old_segv, old_bus;
 
@@ -18,7 +18,7 @@ static void to_default(int sig)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_DFL;
-	sigaction(sig, &sa, NULL);
+	os_sigaction(sig, &sa, NULL);
 }
 
 static void chain(int sig, siginfo_t *si, void *uc)
@@ -37,55 +37,31 @@ static void chain(int sig, siginfo_t *si, void *uc)
  * page's story into buf. */
 static void describe_owner(char *buf, size_t n, uintptr_t a)
 {
-	struct segment *s = seg_of(a);
-	uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_RELAXED);
-	uint64_t now = flush_serial();
-	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL) {
-		struct segment *head = kind == SEG_HUGE ? s : s - s->nsegs;
-		uintptr_t base = seg_addr(head);
-		if (!head->releasing && a < base + ((uintptr_t)head->huge_pages << PAGE_SHIFT)) {
-			struct xpfo_compartment *c = comp_table[head->owner];
-			fmt_str(buf, n, "owned by %scompartment \"%s\"", secret_comp(c) ? "secret " : "",
-				c ? c->name : "?");
-			return;
-		}
-		/* past a live huge block, the rest of its last segment: its guard */
-		fmt_str(buf, n, head->releasing == 2 ? "owned by the allocator (quarantined page)"
-				: head->releasing ? "owned by the allocator (free page)"
-						  : "owned by the allocator (guard page)");
-		return;
-	}
-	if (kind != SEG_PAGES_K) {
-		fmt_str(buf, n, "owned by the allocator (free page, revoked %u flushes ago)",
-			(unsigned long)(uint32_t)((uint32_t)now - s->freed_at));
-		return;
-	}
-	size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
-	uint32_t e = __atomic_load_n(&s->page[i], __ATOMIC_RELAXED);
-	uint32_t aux = __atomic_load_n(&s->aux[i], __ATOMIC_RELAXED);
-	switch (PG_TYPE(e)) {
-	case PG_FREE:
-		fmt_str(buf, n, "owned by the allocator (free page, revoked %u flushes ago)",
-			(unsigned long)(uint32_t)((uint32_t)now - aux));
-		return;
-	case PG_QUAR:
-		fmt_str(buf, n, "owned by the allocator (quarantined page)");
-		return;
-	case PG_GUARD:
-		fmt_str(buf, n, "owned by the allocator (guard page)");
-		return;
-	case PG_PENDING: {
-		struct xpfo_compartment *c = aux < MAX_COMPARTMENTS ? comp_table[aux] : NULL;
-		fmt_str(buf, n, "owned by %scompartment \"%s\" (freed, revocation queued)",
-			secret_comp(c) ? "secret " : "", c ? c->name : "?");
-		return;
-	}
-	default: {
-		struct xpfo_compartment *c = aux < MAX_COMPARTMENTS ? comp_table[aux] : NULL;
+	struct owner_desc d;
+	owner_describe(a, (uint32_t)flush_serial(), &d);
+	struct xpfo_compartment *c = d.owner < MAX_COMPARTMENTS ? comp_table[d.owner] : NULL;
+	switch (d.state) {
+	case OS_OWNED:
 		fmt_str(buf, n, "owned by %scompartment \"%s\"", secret_comp(c) ? "secret " : "",
 			c ? c->name : "?");
 		return;
-	}
+	case OS_OWNED_PENDING:
+		fmt_str(buf, n, "owned by %scompartment \"%s\" (freed, revocation queued)",
+			secret_comp(c) ? "secret " : "", c ? c->name : "?");
+		return;
+	case OS_FREE:
+		fmt_str(buf, n, "owned by the allocator (free page, revoked %u flushes ago)",
+			(unsigned long)d.age);
+		return;
+	case OS_FREE_HUGE:
+		fmt_str(buf, n, "owned by the allocator (free page)");
+		return;
+	case OS_QUARANTINED:
+		fmt_str(buf, n, "owned by the allocator (quarantined page)");
+		return;
+	default:
+		fmt_str(buf, n, "owned by the allocator (guard page)");
+		return;
 	}
 }
 
@@ -108,7 +84,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	char cname[48];
 	if (t && t->heap)
 		fmt_str(cname, sizeof cname, "%s", t->heap->comp->name);
-	else if (opt.compartments == COMP_MODE_THREAD && tid != getpid())
+	else if (opt.compartments == COMP_MODE_THREAD && tid != os_getpid())
 		fmt_str(cname, sizeof cname, "thread %d", tid); /* the one it gets first */
 	else
 		fmt_str(cname, sizeof cname, "root");
@@ -129,6 +105,6 @@ void fault_install(void)
 	sa.sa_sigaction = on_fault;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, &old_segv);
-	sigaction(SIGBUS, &sa, &old_bus);
+	os_sigaction(SIGSEGV, &sa, &old_segv);
+	os_sigaction(SIGBUS, &sa, &old_bus);
 }

@@ -1,5 +1,6 @@
 /* api.c - the public functions of xpfo.h that are not malloc itself. */
 #include "internal.h"
+#include "owner.h"
 
 #include <errno.h>
 
@@ -33,26 +34,11 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_owner(const void *p)
 	uintptr_t a = (uintptr_t)p;
 	if (!in_heap(a))
 		return NULL;
-	struct segment *s = seg_of(a);
-	uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
-	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL) {
-		struct segment *head = kind == SEG_HUGE ? s : s - s->nsegs;
-		size_t off = a - (heap_base + ((size_t)(head - seg_table) << SEG_SHIFT));
-		if (head->releasing || off >= (size_t)head->huge_pages << PAGE_SHIFT)
-			return NULL;
-		return comp_table[head->owner];
-	}
-	if (kind != SEG_PAGES_K)
-		return NULL;
-	uint32_t e = page_entry(s, a);
-	switch (PG_TYPE(e)) {
-	case PG_SLAB:
-	case PG_LARGE:
-	case PG_TAIL:
-		return comp_table[page_owner(s, a)];
-	default:
-		return NULL;
-	}
+	/* whose page it is (a page-level question: any byte of a live block
+	 * answers, as the fault reporter's does) */
+	struct owner_desc d;
+	owner_describe(a, 0, &d);
+	return d.state == OS_OWNED ? comp_table[d.owner] : NULL;
 }
 
 XPFO_EXPORT int xpfo_flush(void)

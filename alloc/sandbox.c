@@ -9,9 +9,11 @@
  * at the lock, which the locked thread cannot write: another address space)
  * and lets the call proceed in the locked thread (CONTINUE: the arguments
  * are registers, no pointer to re-read) or fails it.  docs/security.md says
- * why; src/executor.c holds the executor.
+ * why; alloc/executor.c holds the executor, api/compartment.c the public
+ * function.
  */
-#include "internal.h"
+#include "alloc.h"
+#include "owner.h"
 #include "pkeys.h"
 #include "sandbox.h"
 
@@ -336,14 +338,14 @@ static int lock_undo(xpfo_compartment_t *prev, pid_t ex, int e)
 		kill(ex, SIGKILL);
 		waitpid(ex, NULL, 0);
 	}
-	xpfo_leave(prev);
+	comp_leave(tl_state, prev);
 	return e;
 }
 
 static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filter *prog,
 			size_t n)
 {
-	xpfo_compartment_t *prev = xpfo_enter(c);
+	xpfo_compartment_t *prev = comp_enter(tl_state, c);
 	if (!prev)
 		return errno;
 	int sv[2];
@@ -380,10 +382,8 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	return 0;
 }
 
-XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
+int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
 	int e = lock_precheck(t, c, flags);
 	static struct sock_filter prog[4096];
 	static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -394,21 +394,17 @@ XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
 		e = n ? lock_install(c, flags, prog, n) : ENOSYS;
 		pthread_mutex_unlock(&build_lock);
 	}
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return e;
 }
 
 #else /* no seccomp.h */
 
-XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
+int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 {
+	(void)t;
 	(void)c;
 	(void)flags;
-	errno = ENOSYS;
-	return -1;
+	return ENOSYS;
 }
 #endif
 
@@ -437,24 +433,4 @@ void sandbox_stats_print(int fd)
 			   sh->passed);
 	buf[k++] = '\n';
 	os_write(fd, buf, k);
-}
-
-/* Test seam (tests/sandbox/attacks.c): what an arbitrary write into the
- * metadata does: the page run at p becomes, in the tables, the calling
- * thread's compartment's.  (With sealed metadata on pkeys such a write
- * needs a bug inside xpfo's entry points: the seam opens the key.) */
-XPFO_EXPORT void xpfo__test_forge_owner(void *p);
-XPFO_EXPORT void xpfo__test_forge_owner(void *p)
-{
-	XPFO_ENTRY;
-	uintptr_t a = (uintptr_t)p;
-	if (!in_heap(a))
-		return;
-	struct segment *s = seg_of(a);
-	size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
-	if (s->kind != SEG_PAGES_K || PG_TYPE(s->page[i]) != PG_LARGE)
-		return;
-	uint16_t id = tstate_get()->heap->comp->id;
-	for (size_t k = 0; k < PG_VAL(s->page[i]) && i + k < SEG_PAGES; k++)
-		s->aux[i + k] = id;
 }

@@ -16,12 +16,12 @@
  * lower id first), then heap_lock.  fork takes them all in that order
  * (comp_fork_lock, then init.c's).
  */
-#include "internal.h"
+#include "alloc.h"
+#include "owner.h"
 #include "backing.h"
 #include "pkeys.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 
 static pthread_mutex_t comp_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,6 +33,11 @@ static struct xpfo_compartment *free_head, *free_tail;
 static unsigned nfree;
 #define REUSE_DELAY 256
 uint32_t destroy_serial;
+struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
+struct xpfo_compartment comp_root = {
+	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
+	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
+};
 /* names as the program sees them: outside the (sealed) metadata */
 static char pub_names[MAX_COMPARTMENTS][48];
 
@@ -153,16 +158,14 @@ static void span_add(struct spans *sp, uintptr_t a, size_t len, bool queued)
 
 /* Pages of carved segment s owned by c: live ones, and queued ones too when
  * closing. */
+static void span_of_owner(uintptr_t a, size_t npages, bool pending, void *sp)
+{
+	span_add(sp, a, npages << PAGE_SHIFT, pending);
+}
+
 static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, bool closing)
 {
-	uintptr_t base = seg_addr(s);
-	for (size_t p = 0; p < SEG_PAGES; p++) {
-		uint32_t e = __atomic_load_n(&s->page[p], __ATOMIC_RELAXED);
-		unsigned t = PG_TYPE(e);
-		bool live = t == PG_SLAB || t == PG_LARGE || t == PG_TAIL;
-		if ((live || (closing && t == PG_PENDING)) && s->aux[p] == id)
-			span_add(sp, base + (p << PAGE_SHIFT), PAGE_SIZE, !live);
-	}
+	owner_walk(s, id, OW_LIVE | (closing ? OW_PENDING : 0), span_of_owner, sp);
 }
 
 /* heap_lock held: collect c's spans (changing at once those with queued
@@ -387,7 +390,7 @@ void comp_thread_exit(struct tstate *t)
 		if (!h)
 			continue;
 		if (h->comp && !theap_stale(h))
-			heap_abandon(h);
+			heap_abandon(t, h);
 		meta_free(h, sizeof *h);
 	}
 	meta_free(t->heaps, MAX_COMPARTMENTS * sizeof *t->heaps);
@@ -400,17 +403,15 @@ void comp_thread_start(struct tstate *t)
 {
 	char name[32];
 	fmt_str(name, sizeof name, "thread %d", t->tid);
-	xpfo_compartment_t *c = xpfo_compartment_create(name, 0);
-	if (c && xpfo_enter(c))
+	struct xpfo_compartment *c = comp_create(name, 0);
+	if (c && comp_enter(t, c))
 		t->depth = 0; /* not leavable: the thread's own */
 }
 
-/* ---- the public API ---------------------------------------------------- */
+/* ---- the public API's work (api/compartment.c holds the entry points) ---- */
 
-XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsigned flags)
+struct xpfo_compartment *comp_create(const char *name, unsigned flags)
 {
-	XPFO_ENTRY;
-	tstate_get();
 	if (!name || (flags & ~(XPFO_COMPARTMENT_SECRET | XPFO_COMPARTMENT_STRICT))) {
 		errno = EINVAL;
 		return NULL;
@@ -458,10 +459,8 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsign
 	return c;
 }
 
-XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
+int comp_destroy(struct xpfo_compartment *c)
 {
-	XPFO_ENTRY;
-	tstate_get();
 	if (c == &comp_root || !comp_check(c)) {
 		errno = EINVAL;
 		return -1;
@@ -522,14 +521,8 @@ static void thread_switch(struct tstate *t, struct theap *h)
 	pkeys_thread_update(t);
 }
 
-XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
+struct xpfo_compartment *comp_enter(struct tstate *t, struct xpfo_compartment *c)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
-	if (tl_sandbox_locked) { /* sandbox.c: a locked thread stays where it is */
-		errno = EPERM;
-		return NULL;
-	}
 	if (!comp_usable(c))
 		return NULL;
 	struct xpfo_compartment *prev = t->heap->comp;
@@ -538,7 +531,7 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 		/* a thread just joined can linger in /proc for a moment */
 		long n = os_thread_count();
 		for (int i = 0; i < 1000 && n > 1; i++) {
-			sched_yield();
+			os_yield();
 			n = os_thread_count();
 		}
 		if (n != 1) {
@@ -559,14 +552,8 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 	return prev;
 }
 
-XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
+void comp_leave(struct tstate *t, struct xpfo_compartment *previous)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
-	if (tl_sandbox_locked) { /* sandbox.c */
-		errno = EPERM;
-		return;
-	}
 	if (!t->depth || !comp_check(previous)) {
 		errno = EINVAL;
 		return;
@@ -609,34 +596,29 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 		p_;                                                            \
 	})
 
-XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
+void *comp_malloc_in(struct tstate *t, struct xpfo_compartment *c, size_t size)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
 	return BORROW(t, h, heap_malloc(t, size));
 }
 
-XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size)
+void *comp_aligned_alloc_in(struct tstate *t, struct xpfo_compartment *c, size_t align,
+			    size_t size)
 {
-	XPFO_ENTRY;
 	if (!align || (align & (align - 1))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	struct tstate *t = tstate_get();
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
 	return BORROW(t, h, heap_aligned(t, align, size));
 }
 
-XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
+void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, size_t size)
 {
-	XPFO_ENTRY;
-	struct tstate *t = tstate_get();
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
@@ -647,7 +629,7 @@ XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
 	}
 	void *p = BORROW(t, h, heap_malloc(t, total));
 	if (p && total)
-		heap_zero_in(c->id, p, total); /* opens it for the moment if closed */
+		heap_zero_in(t, c->id, p, total); /* opens it for the moment if closed */
 	return p;
 }
 
@@ -672,43 +654,14 @@ static void add_xseg(struct xpfo_compartment *c, uint32_t idx)
 	c->nxsegs++;
 }
 
-XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
+/* Give the run at p fresh frames holding its bytes, with to's access
+ * (both locks held).  The copy must read the old frames: with a key, open
+ * it in this thread's rights for the moment (the locks keep it from
+ * moving). */
+static int transfer_copy(struct xpfo_compartment *from, struct xpfo_compartment *to, void *p,
+			 size_t npages)
 {
-	XPFO_ENTRY;
-	tstate_get();
-	if (!comp_check(to))
-		return -1;
-	uintptr_t a = (uintptr_t)p;
-	if (!in_heap(a) || (a & (PAGE_SIZE - 1))) {
-		errno = EINVAL;
-		return -1;
-	}
-	struct segment *s = seg_of(a);
-	size_t npages;
-	uint16_t from_id;
-	uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
-	if (kind == SEG_HUGE && !s->releasing) {
-		npages = s->huge_pages;
-		from_id = s->owner;
-	} else if (kind == SEG_PAGES_K && PG_TYPE(page_entry(s, a)) == PG_LARGE) {
-		npages = PG_VAL(page_entry(s, a));
-		from_id = page_owner(s, a);
-	} else {
-		errno = EINVAL; /* small, interior, freed or not a block */
-		return -1;
-	}
-	struct xpfo_compartment *from = comp_table[from_id];
-	/* sandbox.c: a locked thread gives away only its own blocks */
-	if (!from || (tl_sandbox_locked && from != tstate_get()->heap->comp)) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (from == to)
-		return 0;
-	lock_two(from, to);
 	bool off = opt.revoke == REVOKE_OFF;
-	/* the copy must read the old frames: with a key, open it in this
-	 * thread's rights for the moment (the locks keep it from moving) */
 	int from_key = pkeys_comp_key(from), to_key = pkeys_comp_key(to);
 	uint64_t saved_rights = 0;
 	if (from_key > 0) {
@@ -718,33 +671,64 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 	bool readable = off || from == &comp_root || from_key > 0 || from->open;
 	enum os_prot prot = off || to == &comp_root || to_key > 0 || to->open ? OS_RW : OS_NONE;
 	int key = to_key > 0 ? to_key : prot == OS_RW ? key_plain() : key_revoked();
-	int e = backing_transfer(from, to, a, npages << PAGE_SHIFT, readable, prot, key);
+	int e = backing_transfer(from, to, (uintptr_t)p, npages << PAGE_SHIFT, readable, prot, key);
 	if (e < 0)
 		e = os_fresh_copy(p, npages << PAGE_SHIFT, readable, prot, key);
 	if (from_key > 0)
 		pkeys_write(saved_rights);
-	if (!e) {
-		pthread_mutex_lock(&heap_lock);
-		if (kind == SEG_HUGE) {
-			for (uint32_t k = 0; k < s->nsegs; k++)
-				s[k].owner = to->id;
-			seg_list_del(from, s);
-			seg_list_add(to, s);
-		} else {
-			size_t i = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
-			/* the run's guard page goes with it */
-			size_t n = npages + (i + npages < SEG_PAGES &&
-					     PG_TYPE(s->page[i + npages]) == PG_GUARD);
-			for (size_t k = 0; k < n; k++)
-				__atomic_store_n(&s->aux[i + k], to->id, __ATOMIC_RELAXED);
-			if (s->owner != to->id)
-				add_xseg(to, (uint32_t)seg_index(s));
-		}
-		pthread_mutex_unlock(&heap_lock);
-		stat_inc(transfers);
-		stat_inc(revoke_syscalls);
-		stat_add(pages_revoked, npages);
+	return e;
+}
+
+/* The run (huge: its segments) is to's from now on. */
+static void transfer_commit(struct xpfo_compartment *from, struct xpfo_compartment *to,
+			    struct segment *s, uintptr_t a, size_t npages, uint8_t kind)
+{
+	pthread_mutex_lock(&heap_lock);
+	if (kind == SEG_HUGE) {
+		for (uint32_t k = 0; k < s->nsegs; k++)
+			s[k].owner = to->id;
+		seg_list_del(from, s);
+		seg_list_add(to, s);
+	} else {
+		owner_set_owner(a, npages, to->id); /* its guard page too */
+		if (s->owner != to->id)
+			add_xseg(to, (uint32_t)seg_index(s));
 	}
+	pthread_mutex_unlock(&heap_lock);
+	stat_inc(transfers);
+	stat_inc(revoke_syscalls);
+	stat_add(pages_revoked, npages);
+}
+
+int comp_transfer(void *p, struct xpfo_compartment *to)
+{
+	if (!comp_check(to))
+		return -1;
+	uintptr_t a = (uintptr_t)p;
+	if (!in_heap(a) || (a & (PAGE_SIZE - 1))) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct blk b;
+	if (owner_lookup(a, &b) != BLK_OK || b.kind == BK_SMALL) {
+		errno = EINVAL; /* small, interior, freed or not a block */
+		return -1;
+	}
+	struct segment *s = b.seg;
+	size_t npages = b.usable >> PAGE_SHIFT;
+	uint8_t kind = b.kind == BK_HUGE ? SEG_HUGE : SEG_PAGES_K;
+	struct xpfo_compartment *from = comp_table[b.owner];
+	/* sandbox.c: a locked thread gives away only its own blocks */
+	if (!from || (tl_sandbox_locked && from != tl_state->heap->comp)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (from == to)
+		return 0;
+	lock_two(from, to);
+	int e = transfer_copy(from, to, p, npages);
+	if (!e)
+		transfer_commit(from, to, s, a, npages, kind);
 	pthread_mutex_unlock(&from->lock);
 	pthread_mutex_unlock(&to->lock);
 	if (e) {
@@ -789,14 +773,24 @@ static void dl_add(struct destroy_list *dl, uintptr_t a, size_t np, uint32_t gen
 /* Live pages of s owned by id into dl.  Queued ones stay with the gathers
  * that hold them: those revoke and release them as usual (the segment
  * keeps its gen, so nobody else's queued runs in it are dropped). */
+static void collect_span(uintptr_t a, size_t npages, bool pending, void *dl)
+{
+	(void)pending;
+	dl_add(dl, a, npages, seg_of(a)->gen);
+}
+
 static void collect_owned(struct destroy_list *dl, struct segment *s, uint16_t id)
 {
-	uintptr_t base = seg_addr(s);
-	for (size_t p = 0; p < SEG_PAGES; p++) {
-		unsigned t = PG_TYPE(s->page[p]);
-		if ((t == PG_SLAB || t == PG_LARGE || t == PG_TAIL || t == PG_GUARD) && s->aux[p] == id)
-			dl_add(dl, base + (p << PAGE_SHIFT), 1, s->gen);
-	}
+	owner_walk(s, id, OW_LIVE | OW_GUARD, collect_span, dl);
+}
+
+/* the slab starting at page a of a destroyed segment: its metadata goes */
+static void free_slab_head(uintptr_t a, uint32_t id, void *unused)
+{
+	(void)unused;
+	struct slab *sl = &slab_table[id];
+	if (sl->base == a)
+		slab_meta_free(sl);
 }
 
 /* A huge allocation of the destroyed compartment: all its segments go back
@@ -824,24 +818,8 @@ static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
 static void destroy_carved(struct xpfo_compartment *c, struct segment *s, struct destroy_list *dl,
 			   size_t *rel, size_t *nrel)
 {
-	uintptr_t base = seg_addr(s);
-	size_t foreign = 0, mine = 0;
-	for (size_t p = 0; p < SEG_PAGES; p++) {
-		uint32_t e = s->page[p];
-		unsigned t = PG_TYPE(e);
-		if (t == PG_FREE)
-			continue;
-		if (s->aux[p] != c->id && t != PG_QUAR) {
-			foreign++;
-			continue;
-		}
-		mine++;
-		if (t == PG_SLAB) {
-			struct slab *sl = &slab_table[PG_VAL(e)];
-			if (sl->base == base + (p << PAGE_SHIFT))
-				slab_meta_free(sl);
-		}
-	}
+	size_t foreign, mine;
+	owner_census(s, c->id, &mine, &foreign, free_slab_head, NULL);
 	if (!foreign) {
 		size_t dirty = SEG_PAGES;
 		for (size_t w = 0; w < SEG_WORDS; w++)
@@ -882,7 +860,7 @@ static void destroy_runs(struct destroy_list *dl)
 		}
 		pthread_mutex_lock(&heap_lock);
 		if (seg_of(r->addr)->gen == r->gen)
-			pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
+			owner_set_quarantined(r->addr, r->npages, r->owner);
 		pthread_mutex_unlock(&heap_lock);
 		stat_inc(revoke_failures);
 		stat_add(pages_quarantined, r->npages);
@@ -904,7 +882,7 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 	__atomic_add_fetch(&destroy_serial, 1, __ATOMIC_ACQ_REL);
 	/* flushes that began before may not have seen it: let them finish */
 	while (__atomic_load_n(&fast_flushes_inflight, __ATOMIC_ACQUIRE))
-		sched_yield();
+		os_yield();
 	while (c->segs) {
 		struct segment *s = c->segs;
 		seg_list_del(c, s);

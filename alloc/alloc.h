@@ -1,155 +1,19 @@
-/* internal.h - shared types and constants, and the cross-file prototypes
- * grouped by the file that defines them. */
-#ifndef XPFO_INTERNAL_H
-#define XPFO_INTERNAL_H
+/* alloc.h - the allocator's layers (alloc/): slabs, page runs,
+ * compartments, thread states, the gather; the cross-file prototypes
+ * grouped by the file that defines them.  Page entries and segments are
+ * owner.h's. */
+#ifndef XPFO_ALLOC_H
+#define XPFO_ALLOC_H
 
-#include "config.h"
-#include "xpfo.h"
-#include "fatal.h"
-#include "options.h"
-#include "os.h"
-#include "stats.h"
+#include "base.h"
 
 #include <pthread.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define XPFO_EXPORT __attribute__((visibility("default")))
-
-static const bool debug_asserts = XPFO_DEBUG >= 1;
-static const bool debug_walks = XPFO_DEBUG >= 2;
-
-#define xpfo_assert(c)                                                          \
-	do {                                                                    \
-		if (debug_asserts && !(c))                                      \
-			xpfo_fatal("assertion failed: %s (%s:%d)", #c, __FILE__,  \
-				   (long)__LINE__);                             \
-	} while (0)
-
-/* ---- geometry ---------------------------------------------------------- */
-#define PAGE_SHIFT 12
-#define PAGE_SIZE ((size_t)1 << PAGE_SHIFT)
-#define SEG_SHIFT 22                          /* 4 MiB segments */
-#define SEG_SIZE ((size_t)1 << SEG_SHIFT)
-#define SEG_PAGES (SEG_SIZE / PAGE_SIZE)      /* 1024 */
-#define SEG_WORDS (SEG_PAGES / 64)
-#define SMALL_MAX 16384                       /* larger: page runs */
-/* Allocations of RUN_MIN bytes or more are page runs too, so xpfo_transfer
- * takes every one of them in place (the sandbox issue); the slab classes
- * above it only hold smaller requests grown by the canary. */
-#define RUN_MIN 4096
-#define LARGE_MAX (SEG_SIZE / 2)              /* larger: whole segments */
-#define NCLASSES 36
-#define SLAB_MAX_SLOTS 512
-#define SLAB_WORDS (SLAB_MAX_SLOTS / 64)
-#define MAX_COMPARTMENTS 4096
-
-_Static_assert(NCLASSES <= XPFO_STATS_CLASSES, "stats arrays too small");
-_Static_assert(SEG_PAGES % 64 == 0, "segment bitmaps are whole words");
-
-static inline uintptr_t align_up(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
-
-/* ---- page map entries (one uint32 per page, out of line) --------------- */
-enum page_type {
-	PG_FREE = 0,    /* the allocator's: revoked (or never used) */
-	PG_SLAB = 1,    /* value: slab id */
-	PG_LARGE = 2,   /* head of a live run; value: pages */
-	PG_TAIL = 3,    /* value: distance back to the head page */
-	PG_PENDING = 4, /* freed, queued for revocation in a gather */
-	PG_QUAR = 5,    /* revocation failed: never reused */
-	PG_GUARD = 6,   /* an inaccessible guard page after a slab or run */
-};
-#define PG_TYPE(e) ((e) >> 28)
-#define PG_VAL(e) ((e) & 0x0fffffffu)
-#define PG_MAKE(t, v) (((uint32_t)(t) << 28) | (uint32_t)(v))
-/* A retired slab's pages, queued (PG_PENDING) and then free (PG_FREE), keep
- * its class and each page's index in it, so that freeing one of its slots
- * again still reads as a double free.  Value bits 0-10: the queued run's
- * pages (its first page), 11-15: the page's index in the slab, 16-21: the
- * class + 1 (0: not a slab's). */
-#define PG_RUN_PAGES(v) ((v) & 0x7ffu)
-#define PG_SLAB_INFO(cls, idx) ((((uint32_t)(cls) + 1) << 16) | ((uint32_t)(idx) << 11))
-#define PG_INFO_MASK 0x3ff800u
-#define PG_INFO_CLASS(v) ((int)(((v) >> 16) & 0x3f) - 1)
-#define PG_INFO_INDEX(v) (((v) >> 11) & 0x1f)
-
-enum seg_kind { SEG_UNUSED = 0, SEG_PAGES_K = 1, SEG_HUGE = 2, SEG_HUGE_TAIL = 3 };
-
-/* One per 4 MiB of the reservation; lives in the metadata region. */
-struct segment {
-	uint16_t owner;      /* compartment id; 0 when unused */
-	uint8_t kind;        /* enum seg_kind */
-	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
-	uint8_t tag;         /* class whose slabs it holds, TAG_LARGE, or 0xff: never carved */
-	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
-	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
-	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation */
-	struct segment *next, *prev; /* owner's segment list */
-	uint32_t gen;        /* changes whenever the segment changes hands */
-	uint32_t freed_at;   /* unused or huge: flush serial of the last release */
-	uint64_t free_map[SEG_WORDS];  /* bit set: page is PG_FREE */
-	uint64_t clean_map[SEG_WORDS]; /* bit set: page is known zero, not resident */
-	uint32_t page[SEG_PAGES];
-	/* per page: the owning compartment's id while the page is not PG_FREE
-	 * (a run transferred to another compartment keeps its segment); the
-	 * flush serial of its revocation while it is PG_FREE */
-	uint32_t aux[SEG_PAGES];
-};
-
-/* ---- size classes (alloc/sizeclass.c) ---------------------------------- */
-struct size_class {
-	uint32_t size;
-	uint16_t npages; /* pages per slab */
-	uint16_t nslots;
-	uint32_t recip;  /* ceil(2^32 / size): slot index by multiplication */
-};
 void sizeclass_init(void);
-/* ---- sealed globals ----------------------------------------------------
- * Everything set once at start-up and only read afterwards: the options,
- * the class table, where the heap and the metadata are.  One page, made
- * read-only when start-up ends (seal=1), so a write primitive cannot
- * retarget the allocator (hardened_malloc seals its configuration the same
- * way). */
-struct sealed_globals {
-	struct options options;
-	struct size_class classes[NCLASSES];
-	uint8_t class_lut_small[65]; /* (size + 15) >> 4, size <= 1024 */
-	uint8_t class_lut_mid[65];   /* (size + 255) >> 8, size <= 16384 */
-	uintptr_t heap_base, heap_end;
-	size_t heap_nsegs;
-	struct segment *seg_table;
-	struct slab *slab_table;
-	size_t canary_bytes;         /* 8 with canaries, else 0 */
-	int pkeys_on;                /* the pkeys backend is in use */
-	int key_alloc;               /* pkeys: the allocator's key (free pages, metadata) */
-	int seal_meta;               /* pkeys: metadata carries key_alloc, open only inside xpfo */
-	const char *backend_note;    /* why this backend (e.g. why not pkeys) */
-};
-union sealed_page {
-	struct sealed_globals g;
-	char pad[4096];
-};
-_Static_assert(sizeof(struct sealed_globals) <= 4096, "sealed globals fit one page");
-extern union sealed_page xpfo_sealed;
-#define classes (xpfo_sealed.g.classes)
-#define class_lut_small (xpfo_sealed.g.class_lut_small)
-#define class_lut_mid (xpfo_sealed.g.class_lut_mid)
-#define heap_base (xpfo_sealed.g.heap_base)
-#define heap_end (xpfo_sealed.g.heap_end)
-#define heap_nsegs (xpfo_sealed.g.heap_nsegs)
-#define seg_table (xpfo_sealed.g.seg_table)
-#define slab_table (xpfo_sealed.g.slab_table)
-#define canary_bytes (xpfo_sealed.g.canary_bytes)
-#define pkeys_on (xpfo_sealed.g.pkeys_on)
-#define key_alloc (xpfo_sealed.g.key_alloc)
-#define seal_meta (xpfo_sealed.g.seal_meta)
 
 struct tstate;
 struct xpfo_compartment;
-/* ---- src/pkeys.c: the pkeys backend ------------------------------------
+/* ---- alloc/pkeys.c: the pkeys backend ------------------------------------
  * Keys: 0 for everything not in the heap and for root's pages; key_alloc
  * for free pages (and the metadata when sealed); one per keyed compartment.
  * A thread's rights register opens key 0 and its compartment's key. */
@@ -285,7 +149,7 @@ enum range_kind { RK_RUN, RK_HUGE };
 #define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */
 #define GATHER_NIL 0xffff
 
-/* The gather: a thread's queue of pending revocations (src/revoke.c).
+/* The gather: a thread's queue of pending revocations (alloc/revoke.c).
  * Entries are also indexed by size, so the thread can take a run back. */
 struct gather {
 	unsigned n;                       /* slots used, removed ones included */
@@ -299,22 +163,6 @@ struct gather {
 	uint16_t head[GATHER_BUCKETS];
 	struct range r[GATHER_MAX];
 };
-
-/* A thread's ChaCha20 stream (src/random.c). */
-struct rng {
-	uint32_t state[16];
-	uint8_t buf[64];
-	unsigned used;
-};
-void rng_init(struct rng *r);
-void rng_refill(struct rng *r);
-uint64_t rng_u64(struct rng *r);
-static inline unsigned rng_byte(struct rng *r)
-{
-	if (unlikely(r->used >= sizeof r->buf))
-		rng_refill(r);
-	return r->buf[r->used++];
-}
 
 /* Freed small slots held back (opt.quarantine) and freed runs held back
  * after their revocation (opt.quarantine_large). */
@@ -348,34 +196,17 @@ struct tstate {
 	struct gather g;
 };
 
-/* ---- src/init.c -------------------------------------------------------- */
+/* ---- globals: heap_lock (pages.c), the compartment table (compartment.c),
+ * the thread's state (heap.c; made by api/init.c's tstate_slow) ----------- */
 extern pthread_mutex_t heap_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
 extern int xpfo_ready;
 extern uint32_t destroy_serial;          /* compartments destroyed so far */
 extern uint32_t fast_flushes_inflight;   /* flushes that did not see a destroy */
-void xpfo_init(void);
-struct tstate *tstate_slow(void);
-void tstate_foreach(void (*fn)(struct tstate *, void *), void *arg);
 
 extern __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
-static inline struct tstate *tstate_get(void)
-{
-	struct tstate *t = tl_state;
-	return likely(t != NULL) ? t : tstate_slow();
-}
-static inline struct segment *seg_of(uintptr_t p)
-{
-	return &seg_table[(p - heap_base) >> SEG_SHIFT];
-}
-static inline bool in_heap(uintptr_t p) { return p - heap_base < heap_end - heap_base; }
-static inline uint32_t page_entry(struct segment *s, uintptr_t p)
-{
-	return __atomic_load_n(&s->page[(p >> PAGE_SHIFT) & (SEG_PAGES - 1)], __ATOMIC_ACQUIRE);
-}
-
-/* ---- src/meta.c: out-of-line metadata region --------------------------- */
+/* ---- alloc/meta.c: out-of-line metadata region --------------------------- */
 int meta_init(void);
 bool meta_owns(const void *p);       /* anywhere in the metadata region */
 void meta_region(uintptr_t *lo, uintptr_t *hi); /* its bounds, guards included */
@@ -401,14 +232,6 @@ void pages_release(const struct range *r, unsigned n);
 /* Grow the live run at addr (npages) in place to new_npages if the pages
  * after it are free; returns true with them granted. */
 bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages);
-void pages_set_run(uintptr_t addr, size_t npages, uint32_t head_entry, uint16_t owner);
-/* Queue the pages of a retired slab of class cls (PG_PENDING with PG_SLAB_INFO). */
-void pages_set_retired(uintptr_t addr, size_t npages, unsigned cls, uint16_t owner);
-/* Owner id of a non-free page of a carved segment. */
-static inline uint16_t page_owner(struct segment *s, uintptr_t p)
-{
-	return (uint16_t)__atomic_load_n(&s->aux[(p >> PAGE_SHIFT) & (SEG_PAGES - 1)], __ATOMIC_RELAXED);
-}
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
@@ -424,17 +247,18 @@ void segs_release(size_t *idx, size_t n);
  * meanwhile), so no segment is ever left out. */
 #define SEGS_QUEUE_MAX 64
 void segs_queue(size_t *rel, size_t *nrel, size_t i);
-static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
-static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
 
-/* ---- src/revoke.c: the gather ----------------------------------------- */
+/* ---- alloc/revoke.c: the gather ----------------------------------------- */
 enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_SWITCH, FR_OTHER };
-/* Queue a freed run for revocation (its page entries become PG_PENDING). */
-void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
+/* Queue a freed run for revocation (its page entries become PG_PENDING).
+ * Returns true when the gather is full: the caller then flushes it,
+ * revoke_flush(t, revoke_full_reason()) (mm/mmu_gather.c's shape). */
+bool revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
 		unsigned flags);
+enum flush_reason revoke_full_reason(void); /* FR_EAGER with revoke=eager, else FR_FULL */
 /* Queue granted pages the thread did not need (a grant chunk's rest): they
  * can be taken back like freed runs, and are revoked with the batch. */
-void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner);
+bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner);
 void gather_init(struct gather *g);
 /* Take back a queued run of the same owner (cancel its revocation). */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
@@ -454,19 +278,20 @@ void *heap_malloc(struct tstate *t, size_t size);
 void *heap_calloc(struct tstate *t, size_t n, size_t size);
 void *heap_aligned(struct tstate *t, size_t align, size_t size);
 void *heap_realloc(struct tstate *t, void *p, size_t size);
-void heap_free(void *p);
-void heap_free_checked(void *p, size_t size, size_t align); /* free_sized */
+void heap_free(struct tstate *t, void *p);
+/* free_sized: fatal unless p is a live block of that size (and alignment) */
+void heap_check_sized(const void *p, size_t size, size_t align);
 size_t heap_usable(const void *p);
-void heap_abandon(struct theap *h);      /* thread exit / fork child */
+void heap_abandon(struct tstate *t, struct theap *h); /* thread exit / fork child */
 void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
 void heap_quarantine_drain(struct tstate *t);
 /* Zero n bytes at p, a block of compartment owner, even if it is closed. */
-void heap_zero_in(uint16_t owner, void *p, size_t n);
+void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
 /* What t->hard is when not borrowing a heap. */
 unsigned heap_hard_flags(void);
 void heap_walk_check(void);              /* debug: invariant walk */
 
-/* ---- src/compartment.c ------------------------------------------------ */
+/* ---- alloc/compartment.c ------------------------------------------------ */
 struct xpfo_compartment *comp_check(const struct xpfo_compartment *c); /* NULL + errno */
 struct theap *theap_for(struct tstate *t, struct xpfo_compartment *c);
 void comp_thread_exit(struct tstate *t);
@@ -479,24 +304,30 @@ void comp_fork_lock(void);
 void comp_fork_unlock(bool child);
 /* The STRICT compartment root is closed for, or NULL (root is open). */
 const char *comp_root_closed_by(void);
+/* The work of the public functions of the same names (xpfo_compartment_create,
+ * ...; api/compartment.c): same results, errno set on failure. */
+struct xpfo_compartment *comp_create(const char *name, unsigned flags);
+int comp_destroy(struct xpfo_compartment *c);
+struct xpfo_compartment *comp_enter(struct tstate *t, struct xpfo_compartment *c);
+void comp_leave(struct tstate *t, struct xpfo_compartment *previous);
+void *comp_malloc_in(struct tstate *t, struct xpfo_compartment *c, size_t size);
+void *comp_aligned_alloc_in(struct tstate *t, struct xpfo_compartment *c, size_t align,
+			    size_t size);
+void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, size_t size);
+int comp_transfer(void *p, struct xpfo_compartment *to);
 
-/* ---- src/fault.c ------------------------------------------------------- */
-void fault_install(void);
 
-/* ---- src/sandbox.c: xpfo_lock_thread ------------------------------------ */
+/* ---- alloc/sandbox.c: xpfo_lock_thread ---------------------------------- */
 extern __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
+/* The work of xpfo_lock_thread (api/compartment.c): 0 or an errno. */
+int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags);
 void sandbox_stats_fill(struct xpfo_stats *s);
 /* After every write of the rights register (pkeys_write): in a locked
  * thread, a register that opens a key the thread may not hold is fatal. */
 void sandbox_gate_check(void);
 void sandbox_stats_print(int fd);
-/* src/gadgets.c: WRPKRU/XRSTOR sites in executable mappings */
-size_t gadget_scan(const unsigned char *p, size_t n, size_t *offs, size_t max);
-int gadget_check_mappings(void); /* 0, or EPERM after a report */
 
-/* ---- src/stats.c ------------------------------------------------------- */
-void stats_fill(struct xpfo_stats *s);
-void stats_merge_thread(struct tstate *t);
-void stats_fork_lock(bool lock);             /* fork: take or drop the merge lock */
+/* ---- alloc/alias.c: the work of xpfo_share_fd (api/compartment.c) ------ */
+int alias_share(struct xpfo_compartment *c, void *p, unsigned flags);
 
 #endif

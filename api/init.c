@@ -17,15 +17,8 @@
 
 #include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 int xpfo_ready;
-struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
-struct xpfo_compartment comp_root = {
-	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
-	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
-};
-__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,9 +87,9 @@ static void heap_reserve(void)
 static void init_core(void)
 {
 	options_init();
-	if (sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
+	if (os_page_size() != (long)PAGE_SIZE)
 		xpfo_fatal("page size %u is not supported (this build needs %u)",
-			   (unsigned long)sysconf(_SC_PAGESIZE), (unsigned long)PAGE_SIZE);
+			   (unsigned long)os_page_size(), (unsigned long)PAGE_SIZE);
 	if (opt.waf_check && !opt.zero_on_free && !opt.junk) {
 		xpfo_warn("option waf_check needs zero_on_free or junk: turned off");
 		opt.waf_check = 0;
@@ -185,7 +178,7 @@ struct tstate *tstate_slow(void)
 	tl_state = t;
 	if (__atomic_load_n(&exit_key_ready, __ATOMIC_ACQUIRE))
 		pthread_setspecific(exit_key, t);
-	if (opt.compartments == COMP_MODE_THREAD && t->tid != getpid())
+	if (opt.compartments == COMP_MODE_THREAD && t->tid != os_getpid())
 		comp_thread_start(t);
 	return t;
 }
@@ -207,7 +200,7 @@ static void tstate_retire(struct tstate *t)
 	heap_quarantine_drain(t);
 	revoke_flush(t, FR_THREAD_EXIT);
 	comp_thread_exit(t);
-	heap_abandon(&t->root_heap);
+	heap_abandon(t, &t->root_heap);
 	revoke_flush(t, FR_THREAD_EXIT);
 	revoke_quarantine_drain(t);
 	if (t->q.slot)

@@ -17,12 +17,19 @@
  * with one thread, ~58 us with a second thread running, ~0.5 us per page over
  * a 64-page range), which is what batching saves.  Bounds: opt.batch frees or
  * opt.batch_pages freed pages since the last flush (those taken back by
- * revoke_cancel count too); a full gather is applied at once, like
- * tlb_flush_mmu when the batch runs out.  They also bound how long a freed page stays
+ * revoke_cancel count too).  As __tlb_remove_page says when the batch runs
+ * out, revoke_add returns true when the gather is full and the caller
+ * flushes it.  The flush is two steps, like tlb_flush_mmu: gather_protect
+ * takes access away (mprotect or pkey_mprotect to none, purge), then
+ * gather_release hands the pages back (pages_release).  What to flush is
+ * decided first (gather_take); heap_lock is held across the protection
+ * changes only when a compartment was destroyed meanwhile (its segments must
+ * not change hands under the flush).  They also bound how long a freed page stays
  * reachable by the thread that freed it: until its gather is applied.
  * revoke=eager applies every run as it comes, the baseline.
  */
-#include "internal.h"
+#include "alloc.h"
+#include "owner.h"
 #include "backing.h"
 
 #include <errno.h>
@@ -62,10 +69,8 @@ static void set_pending(const struct range *r)
 {
 	if (r->kind == RK_HUGE)
 		__atomic_store_n(&seg_of(r->addr)->releasing, 1, __ATOMIC_RELEASE);
-	else if (RF_CLASS_OF(r->flags) >= 0)
-		pages_set_retired(r->addr, r->npages, (unsigned)RF_CLASS_OF(r->flags), r->owner);
 	else
-		pages_set_run(r->addr, r->npages, PG_MAKE(PG_PENDING, r->npages), r->owner);
+		owner_set_pending(r->addr, r->npages, RF_CLASS_OF(r->flags), r->owner);
 }
 
 static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
@@ -99,16 +104,19 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	g->pages += npages;
 }
 
-static void maybe_flush(struct tstate *t)
+/* Full: the batch bound is reached (every run, with revoke=eager). */
+static bool gather_full(const struct gather *g)
 {
-	struct gather *g = &t->g;
-	if (opt.revoke == REVOKE_EAGER)
-		revoke_flush(t, FR_EAGER);
-	else if (g->frees >= opt.batch || g->free_pages >= opt.batch_pages)
-		revoke_flush(t, FR_FULL);
+	return opt.revoke == REVOKE_EAGER || g->frees >= opt.batch ||
+	       g->free_pages >= opt.batch_pages;
 }
 
-void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
+enum flush_reason revoke_full_reason(void)
+{
+	return opt.revoke == REVOKE_EAGER ? FR_EAGER : FR_FULL;
+}
+
+bool revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
 		unsigned flags)
 {
 	stat_inc(revoke_queued);
@@ -119,13 +127,13 @@ void revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 	 * the gather would wait (reachable) for ever */
 	t->g.frees++;
 	t->g.free_pages += npages;
-	maybe_flush(t);
+	return gather_full(&t->g);
 }
 
-void revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner)
+bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner)
 {
 	gather_push(t, addr, npages, owner, RK_RUN, RF_SPARE);
-	maybe_flush(t);
+	return gather_full(&t->g);
 }
 
 /* Can queued run r serve a request for npages (flags RF_GUARDED or 0)?  A
@@ -185,10 +193,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		return 0; /* could not reopen it */
 	}
 	if (k == RK_RUN) {
-		struct segment *sg = seg_of(a);
-		size_t pi = (a >> PAGE_SHIFT) & (SEG_PAGES - 1);
-		for (size_t m = 0; m < npages; m++)
-			__atomic_store_n(&sg->page[pi + m], PG_MAKE(PG_TAIL, m), __ATOMIC_RELEASE);
+		owner_set_reclaimed(a, npages);
 	} else {
 		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
 	}
@@ -269,7 +274,7 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 static void quarantine(struct range *r)
 {
 	if (r->kind == RK_RUN)
-		pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
+		owner_set_quarantined(r->addr, r->npages, r->owner);
 	stat_inc(revoke_failures);
 	stat_add(pages_quarantined, r->npages);
 	r->npages = 0; /* dropped from the release below */
@@ -331,7 +336,7 @@ static bool quarantine_run(struct tstate *t, struct range *r)
 	}
 	/* revoked, held back: fault reports say so */
 	if (r->kind == RK_RUN)
-		pages_set_run(r->addr, r->npages, PG_MAKE(PG_QUAR, r->npages), r->owner);
+		owner_set_quarantined(r->addr, r->npages, r->owner);
 	else
 		__atomic_store_n(&seg_of(r->addr)->releasing, 2, __ATOMIC_RELEASE);
 	if (q->nruns < opt.quarantine_large) {
@@ -357,40 +362,38 @@ void revoke_quarantine_drain(struct tstate *t)
  * the retained total stays under opt.retain; longer ones always go back. */
 #define PURGE_ALWAYS ((size_t)1 << 20)
 
-int revoke_flush(struct tstate *t, enum flush_reason why)
+/* the counter of each flush reason */
+static uint64_t *const reason_counter[] = {
+	[FR_FULL] = &g_stats.flush_full, [FR_EXPLICIT] = &g_stats.flush_explicit,
+	[FR_THREAD_EXIT] = &g_stats.flush_thread_exit, [FR_REUSE] = &g_stats.flush_reuse,
+	[FR_EAGER] = &g_stats.flush_eager, [FR_SWITCH] = &g_stats.flush_switch,
+	[FR_OTHER] = &g_stats.flush_other,
+};
+
+static void count_flush(enum flush_reason why)
 {
-	struct gather *g = &t->g;
-	if (!g->live) {
-		gather_init(g);
-		return 0;
-	}
 	stat_inc(flushes);
-	switch (why) {
-	case FR_FULL: stat_inc(flush_full); break;
-	case FR_EXPLICIT: stat_inc(flush_explicit); break;
-	case FR_THREAD_EXIT: stat_inc(flush_thread_exit); break;
-	case FR_REUSE: stat_inc(flush_reuse); break;
-	case FR_EAGER: stat_inc(flush_eager); break;
-	case FR_SWITCH: stat_inc(flush_switch); break;
-	case FR_OTHER: stat_inc(flush_other); break;
-	}
-	/* compact: drop removed entries */
+	__atomic_fetch_add(reason_counter[why], 1, __ATOMIC_RELAXED);
+}
+
+/* Decide what the flush covers: the gather's live runs, sorted, emptied
+ * from the gather.  A compartment destroyed since the first run was queued
+ * may have given its segments to someone else: runs of segments that
+ * changed hands are dropped, and *careful says heap_lock is then held
+ * across the protection changes so none can change hands meanwhile. */
+static unsigned gather_take(struct gather *g, bool *careful)
+{
 	struct range *r = g->r;
 	unsigned n = 0;
-	for (unsigned i = 0; i < g->n; i++)
+	for (unsigned i = 0; i < g->n; i++) /* compact: drop removed entries */
 		if (r[i].npages)
 			r[n++] = r[i];
-	uint64_t pages = g->pages;
-	/* A compartment destroyed since the first run was queued may have
-	 * given its segments to someone else: drop runs of segments that
-	 * changed hands, and keep heap_lock across the protection changes so
-	 * none can change hands meanwhile. */
 	__atomic_add_fetch(&fast_flushes_inflight, 1, __ATOMIC_ACQ_REL);
-	bool careful = g->destroy_serial != __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
-	if (careful)
+	*careful = g->destroy_serial != __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
+	if (*careful)
 		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
 	gather_init(g);
-	if (careful) {
+	if (*careful) {
 		pthread_mutex_lock(&heap_lock);
 		unsigned m = 0;
 		for (unsigned i = 0; i < n; i++)
@@ -399,7 +402,40 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		n = m;
 	}
 	sort_ranges(r, n);
+	return n;
+}
 
+/* Take access away from the span r[i..j) (contiguous): 0, or the errno of
+ * a failure (its runs are quarantined).  *done: released already. */
+static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
+{
+	size_t len = range_end(&r[j - 1]) - r[i].addr;
+	/* a span released unprotected is not marked clean: it stays writable,
+	 * and a write after free would reach the next calloc */
+	*done = true;
+	if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
+	    release_unprotected(r[i].addr, len))
+		return 0;
+	int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
+	stat_inc(revoke_syscalls);
+	if (e == ENOMEM) {
+		vma_check(true);
+		if (release_unprotected(r[i].addr, len))
+			return 0;
+	}
+	if (e) {
+		for (unsigned k = i; k < j; k++)
+			quarantine(&r[k]);
+		return e;
+	}
+	stat_add(pages_revoked, len >> PAGE_SHIFT);
+	*done = false;
+	return 0;
+}
+
+/* Step one: take access away from every span (and purge what must go). */
+static int gather_protect(struct range *r, unsigned n, uint64_t pages)
+{
 	uint64_t retained = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED) -
 			    __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED);
 	size_t purge_min = (retained + pages) << PAGE_SHIFT > opt.retain ? opt.purge : PURGE_ALWAYS;
@@ -408,42 +444,32 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		unsigned j = i + 1;
 		while (j < n && r[j].addr == range_end(&r[j - 1]))
 			j++;
-		size_t len = range_end(&r[j - 1]) - r[i].addr;
+		bool done = false;
 		if (opt.revoke != REVOKE_OFF) {
-			/* a span released unprotected is not marked clean: it
-			 * stays writable, and a write after free would reach the
-			 * next calloc */
-			if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
-			    release_unprotected(r[i].addr, len)) {
-				i = j;
-				continue;
-			}
-			int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
-			stat_inc(revoke_syscalls);
-			if (e == ENOMEM) {
-				vma_check(true);
-				if (release_unprotected(r[i].addr, len)) {
-					i = j;
-					continue;
-				}
-			}
-			if (e) {
+			int e = span_revoke(r, i, j, &done);
+			if (e)
 				err = e;
-				for (unsigned k = i; k < j; k++)
-					quarantine(&r[k]);
-				i = j;
-				continue;
-			}
-			stat_add(pages_revoked, len >> PAGE_SHIFT);
 		}
-		purge_span(r, i, j, purge_min);
+		if (!done)
+			purge_span(r, i, j, purge_min);
 		i = j;
 	}
+	return err;
+}
+
+/* The protection changes are done: what gather_take held, let go. */
+static void gather_untake(bool careful)
+{
 	if (careful)
 		pthread_mutex_unlock(&heap_lock);
 	else
 		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
 	vma_check(false);
+}
+
+/* Step two: hand the pages back (or to the thread's run quarantine). */
+static void gather_release(struct tstate *t, struct range *r, unsigned n)
+{
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (r[i].flags & RF_GUARDED) /* its guard leaves with it */
@@ -453,6 +479,22 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 			r[m++] = r[i];
 	}
 	pages_release(r, m);
+}
+
+int revoke_flush(struct tstate *t, enum flush_reason why)
+{
+	struct gather *g = &t->g;
+	if (!g->live) {
+		gather_init(g);
+		return 0;
+	}
+	count_flush(why);
+	uint64_t pages = g->pages;
+	bool careful;
+	unsigned n = gather_take(g, &careful);
+	int err = gather_protect(g->r, n, pages);
+	gather_untake(careful);
+	gather_release(t, g->r, n);
 	return err;
 }
 

@@ -1,0 +1,374 @@
+/* owner.c - the only code that reads or writes the page entries (owner.h):
+ * the lookup, the setters, the walker and the describer. */
+#include "alloc.h"
+#include "owner.h"
+
+#include <string.h>
+
+static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline uint32_t entry_at(struct segment *s, size_t i)
+{
+	return __atomic_load_n(&s->page[i], __ATOMIC_ACQUIRE);
+}
+static inline uint32_t entry_of(struct segment *s, uintptr_t p) { return entry_at(s, page_index(p)); }
+
+/* ---- lookup ------------------------------------------------------------- */
+
+/* Was a a slot's start in the retired slab that page (entry value v) was
+ * part of?  Its slots were all free when it was retired. */
+static bool retired_slot(uintptr_t a, uintptr_t page, uint32_t v)
+{
+	const struct size_class *k = &classes[PG_INFO_CLASS(v)];
+	uintptr_t off = a - (page - ((uintptr_t)PG_INFO_INDEX(v) << PAGE_SHIFT));
+	uint32_t i = (uint32_t)((off * k->recip) >> 32);
+	return i < k->nslots && (uintptr_t)i * k->size == off;
+}
+
+static enum blk_status lookup_huge(uintptr_t a, struct segment *sg, uint8_t kind, struct blk *b)
+{
+	struct segment *head = kind == SEG_HUGE ? sg : sg - sg->nsegs;
+	uintptr_t base = seg_addr(head);
+	b->kind = BK_HUGE;
+	b->seg = head;
+	b->base = base;
+	b->owner = head->owner;
+	b->usable = b->span = (size_t)head->huge_pages << PAGE_SHIFT;
+	if (__atomic_load_n(&head->releasing, __ATOMIC_ACQUIRE))
+		return a == base ? BLK_FREED : BLK_NOT_BLOCK;
+	return a == base ? BLK_OK : BLK_INTERIOR;
+}
+
+/* a segment back in the pool: one that held slabs (its sticky tag is a
+ * class) keeps the entries of its retired slabs; otherwise a page-aligned
+ * pointer into it was a run's start */
+static enum blk_status lookup_unused(uintptr_t a, struct segment *sg, uint8_t kind, uint32_t e,
+				     struct blk *b)
+{
+	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
+	b->base = a;
+	if (kind == SEG_UNUSED && sg->tag && sg->tag <= NCLASSES && PG_TYPE(e) == PG_FREE &&
+	    PG_INFO_CLASS(PG_VAL(e)) == sg->tag - 1)
+		return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
+	return (a & (PAGE_SIZE - 1)) == 0 ? BLK_FREED : BLK_NOT_BLOCK;
+}
+
+static enum blk_status lookup_slab(uintptr_t a, uint32_t e, struct blk *b)
+{
+	struct slab *s = &slab_table[PG_VAL(e)];
+	const struct size_class *k = &classes[s->cls];
+	uintptr_t off = a - s->base;
+	uint32_t i = (uint32_t)((off * k->recip) >> 32);
+	b->kind = BK_SMALL;
+	b->s = s;
+	b->slot = i;
+	b->owner = s->owner;
+	b->span = k->size;
+	b->usable = k->size - canary_bytes;
+	b->base = s->base + (uintptr_t)i * k->size;
+	if (i >= s->nslots)
+		return BLK_NOT_BLOCK;
+	if (b->base != a)
+		return BLK_INTERIOR;
+	uint64_t bit = 1ull << (i % 64);
+	if (!(ld(&s->used[i / 64]) & bit) || ((ld(&s->remote[i / 64]) | ld(&s->quar[i / 64])) & bit))
+		return BLK_FREED;
+	return BLK_OK;
+}
+
+static enum blk_status lookup_run(uintptr_t a, struct segment *sg, uint32_t e, struct blk *b)
+{
+	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
+	b->kind = BK_LARGE;
+	if (PG_TYPE(e) == PG_TAIL) {
+		uintptr_t head = page - ((uintptr_t)PG_VAL(e) << PAGE_SHIFT);
+		uint32_t he = entry_of(sg, head);
+		b->owner = owner_of_page(sg, head);
+		b->base = head;
+		b->usable = b->span = (size_t)PG_VAL(he) << PAGE_SHIFT;
+		return PG_TYPE(he) == PG_LARGE ? BLK_INTERIOR : BLK_NOT_BLOCK;
+	}
+	b->owner = owner_of_page(sg, page);
+	b->base = page;
+	b->usable = b->span = (size_t)PG_VAL(e) << PAGE_SHIFT;
+	uintptr_t end = page + b->span;
+	if ((end & (SEG_SIZE - 1)) && PG_TYPE(entry_of(sg, end)) == PG_GUARD) {
+		b->guarded = 1;
+		b->span += PAGE_SIZE;
+	}
+	return a == page ? BLK_OK : BLK_INTERIOR;
+}
+
+/* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD */
+static enum blk_status lookup_dead(uintptr_t a, uint32_t e, struct blk *b)
+{
+	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
+	b->kind = BK_LARGE;
+	b->base = page;
+	b->usable = b->span = (size_t)PG_RUN_PAGES(PG_VAL(e)) << PAGE_SHIFT;
+	if ((PG_TYPE(e) == PG_FREE || PG_TYPE(e) == PG_PENDING) && PG_INFO_CLASS(PG_VAL(e)) >= 0)
+		return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
+	return a == page && PG_TYPE(e) != PG_GUARD ? BLK_FREED : BLK_NOT_BLOCK;
+}
+
+enum blk_status owner_lookup(uintptr_t a, struct blk *b)
+{
+	b->guarded = 0;
+	if (!in_heap(a))
+		return BLK_FOREIGN;
+	struct segment *sg = seg_of(a);
+	b->seg = sg;
+	b->owner = sg->owner;
+	uint8_t kind = __atomic_load_n(&sg->kind, __ATOMIC_ACQUIRE);
+	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL)
+		return lookup_huge(a, sg, kind, b);
+	uint32_t e = entry_of(sg, a);
+	if (kind != SEG_PAGES_K)
+		return lookup_unused(a, sg, kind, e, b);
+	switch (PG_TYPE(e)) {
+	case PG_SLAB:
+		return lookup_slab(a, e, b);
+	case PG_TAIL:
+	case PG_LARGE:
+		return lookup_run(a, sg, e, b);
+	default:
+		return lookup_dead(a, e, b);
+	}
+}
+
+/* ---- setters -------------------------------------------------------------- */
+
+/* The one writer: page k of the run [addr, +npages) gets entry(k), its
+ * aux word aux(k) (the owner, or a flush serial for free pages). */
+static void set_run(uintptr_t addr, size_t npages, uint32_t head, uint32_t tail, bool count,
+		    uint32_t aux, int order)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = page_index(addr);
+	for (size_t k = 0; k < npages; k++) {
+		uint32_t e = !k ? head : count ? tail + (uint32_t)k : tail;
+		__atomic_store_n(&s->aux[i + k], aux, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->page[i + k], e, order);
+	}
+}
+
+/* a live run's tails point back at its head */
+void owner_set_large(uintptr_t addr, size_t npages, uint16_t owner)
+{
+	set_run(addr, npages, PG_MAKE(PG_LARGE, npages), PG_MAKE(PG_TAIL, 0), true, owner,
+		__ATOMIC_RELEASE);
+}
+
+/* slab pages all name the slab */
+void owner_set_slab(uintptr_t addr, size_t npages, uint32_t slab_id, uint16_t owner)
+{
+	uint32_t e = PG_MAKE(PG_SLAB, slab_id);
+	set_run(addr, npages, e, e, false, owner, __ATOMIC_RELEASE);
+}
+
+void owner_set_guard(uintptr_t addr, uint16_t owner)
+{
+	set_run(addr, 1, PG_MAKE(PG_GUARD, 0), 0, false, owner, __ATOMIC_RELEASE);
+}
+
+void owner_set_quarantined(uintptr_t addr, size_t npages, uint16_t owner)
+{
+	set_run(addr, npages, PG_MAKE(PG_QUAR, npages), PG_MAKE(PG_QUAR, 0), false, owner,
+		__ATOMIC_RELEASE);
+}
+
+static void set_retired(uintptr_t addr, size_t npages, int cls, uint16_t owner)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = page_index(addr);
+	for (size_t k = 0; k < npages; k++) {
+		uint32_t v = (k ? 0 : (uint32_t)npages) | PG_SLAB_INFO(cls, k);
+		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_PENDING, v), __ATOMIC_RELEASE);
+	}
+}
+
+void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner)
+{
+	if (cls >= 0)
+		set_retired(addr, npages, cls, owner);
+	else
+		set_run(addr, npages, PG_MAKE(PG_PENDING, npages), PG_MAKE(PG_PENDING, 0), false,
+			owner, __ATOMIC_RELEASE);
+}
+
+/* the owner from the start: an open/close walk that runs before the run is
+ * set up must already count these pages as the owner's */
+void owner_set_taken(uintptr_t addr, size_t npages, uint16_t owner)
+{
+	set_run(addr, npages, PG_MAKE(PG_TAIL, 0), PG_MAKE(PG_TAIL, 0), true, owner,
+		__ATOMIC_RELAXED);
+}
+
+void owner_set_reclaimed(uintptr_t addr, size_t npages)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = page_index(addr);
+	for (size_t m = 0; m < npages; m++)
+		__atomic_store_n(&s->page[i + m], PG_MAKE(PG_TAIL, m), __ATOMIC_RELEASE);
+}
+
+void owner_set_free(uintptr_t addr, size_t npages, uint32_t serial)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = page_index(addr);
+	for (size_t m = 0; m < npages; m++) {
+		/* a retired slab's page keeps what it was (double free reports) */
+		uint32_t was = s->page[i + m];
+		uint32_t info = PG_TYPE(was) == PG_PENDING ? PG_VAL(was) & PG_INFO_MASK : 0;
+		__atomic_store_n(&s->aux[i + m], serial, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, info), __ATOMIC_RELEASE);
+	}
+}
+
+/* the run's guard page goes with it; returns the pages that changed */
+size_t owner_set_owner(uintptr_t addr, size_t npages, uint16_t to)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = page_index(addr);
+	size_t n = npages + (i + npages < SEG_PAGES && PG_TYPE(s->page[i + npages]) == PG_GUARD);
+	for (size_t k = 0; k < n; k++)
+		__atomic_store_n(&s->aux[i + k], to, __ATOMIC_RELAXED);
+	return n;
+}
+
+void owner_reset(struct segment *s)
+{
+	memset(s->page, 0, sizeof s->page);
+}
+
+/* ---- walker ---------------------------------------------------------------- */
+
+/* which walks take a page of each type (free and quarantined: none) */
+static const uint8_t walk_class[8] = {
+	[PG_SLAB] = OW_LIVE, [PG_LARGE] = OW_LIVE, [PG_TAIL] = OW_LIVE,
+	[PG_PENDING] = OW_PENDING, [PG_GUARD] = OW_GUARD,
+};
+
+static bool selected(uint32_t e, unsigned what)
+{
+	return PG_TYPE(e) < 8 && (walk_class[PG_TYPE(e)] & what);
+}
+
+void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn, void *arg)
+{
+	uintptr_t base = seg_addr(s);
+	size_t start = 0, n = 0;
+	bool pending = false;
+	for (size_t p = 0; p <= SEG_PAGES; p++) {
+		uint32_t e = p < SEG_PAGES ? __atomic_load_n(&s->page[p], __ATOMIC_RELAXED) : 0;
+		bool in = p < SEG_PAGES && selected(e, what) &&
+			  __atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) == id;
+		if (in && !n)
+			start = p;
+		if (in) {
+			n++;
+			pending |= PG_TYPE(e) == PG_PENDING;
+			continue;
+		}
+		if (n)
+			fn(base + (start << PAGE_SHIFT), n, pending, arg);
+		n = 0;
+		pending = false;
+	}
+}
+
+void owner_census(struct segment *s, uint16_t id, size_t *mine, size_t *foreign,
+		  void (*slab_head)(uintptr_t, uint32_t, void *), void *arg)
+{
+	uintptr_t base = seg_addr(s);
+	*mine = *foreign = 0;
+	for (size_t p = 0; p < SEG_PAGES; p++) {
+		uint32_t e = s->page[p];
+		unsigned t = PG_TYPE(e);
+		if (t == PG_FREE)
+			continue;
+		/* aux is stored atomically by the setters (a transfer under
+		 * another lock) */
+		if (__atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) != id && t != PG_QUAR) {
+			(*foreign)++;
+			continue;
+		}
+		(*mine)++;
+		if (t == PG_SLAB)
+			slab_head(base + (p << PAGE_SHIFT), PG_VAL(e), arg);
+	}
+}
+
+/* ---- describer ----------------------------------------------------------- */
+
+static void describe_huge(uintptr_t a, struct segment *s, uint8_t kind, struct owner_desc *d)
+{
+	struct segment *head = kind == SEG_HUGE ? s : s - s->nsegs;
+	uintptr_t base = seg_addr(head);
+	if (!head->releasing && a < base + ((uintptr_t)head->huge_pages << PAGE_SHIFT)) {
+		d->state = OS_OWNED;
+		d->owner = head->owner;
+		return;
+	}
+	/* past a live huge block, the rest of its last segment: its guard */
+	d->state = head->releasing == 2 ? OS_QUARANTINED : head->releasing ? OS_FREE_HUGE : OS_GUARD;
+}
+
+void owner_describe(uintptr_t a, uint32_t now, struct owner_desc *d)
+{
+	struct segment *s = seg_of(a);
+	uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
+	d->owner = 0;
+	d->age = 0;
+	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL) {
+		describe_huge(a, s, kind, d);
+		return;
+	}
+	if (kind != SEG_PAGES_K) {
+		d->state = OS_FREE;
+		d->age = now - s->freed_at;
+		return;
+	}
+	size_t i = page_index(a);
+	uint32_t e = entry_at(s, i);
+	uint32_t aux = __atomic_load_n(&s->aux[i], __ATOMIC_RELAXED);
+	static const enum owner_state by_type[] = {
+		[PG_FREE] = OS_FREE, [PG_SLAB] = OS_OWNED, [PG_LARGE] = OS_OWNED,
+		[PG_TAIL] = OS_OWNED, [PG_PENDING] = OS_OWNED_PENDING, [PG_QUAR] = OS_QUARANTINED,
+		[PG_GUARD] = OS_GUARD,
+	};
+	d->state = PG_TYPE(e) <= PG_GUARD ? by_type[PG_TYPE(e)] : OS_OWNED;
+	if (d->state == OS_FREE)
+		d->age = now - aux;
+	else
+		d->owner = aux;
+}
+
+/* ---- debug ----------------------------------------------------------------- */
+
+static void check_segment(size_t i, struct segment *s)
+{
+	uint32_t nfree = 0;
+	for (size_t p = 0; p < SEG_PAGES; p++) {
+		bool f = s->free_map[p / 64] >> (p % 64) & 1;
+		bool c = s->clean_map[p / 64] >> (p % 64) & 1;
+		uint32_t e = __atomic_load_n(&s->page[p], __ATOMIC_RELAXED);
+		nfree += f;
+		if (f != (PG_TYPE(e) == PG_FREE) || (c && !f))
+			xpfo_fatal("invariant: segment %u page %u free bit %u, clean bit %u, entry type %u",
+				   (unsigned long)i, (unsigned long)p, (unsigned long)f,
+				   (unsigned long)c, (unsigned long)PG_TYPE(e));
+	}
+	if (nfree != s->free_pages)
+		xpfo_fatal("invariant: segment %u counts %u free pages, map has %u", (unsigned long)i,
+			   (unsigned long)s->free_pages, (unsigned long)nfree);
+}
+
+void owner_check(void)
+{
+	for (size_t i = 0; i < heap_nsegs; i++) {
+		struct segment *s = &seg_table[i];
+		if (s->kind == SEG_PAGES_K && !s->releasing)
+			check_segment(i, s);
+	}
+}

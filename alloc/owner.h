@@ -1,0 +1,169 @@
+/* owner.h - page ownership: the segment table and its page entries.
+ *
+ * Every heap page has one owner: a compartment, or the allocator while the
+ * page is free.  Who it is lives in the segment's page[] and aux[] arrays,
+ * and alloc/owner.c is the only code that reads or writes them: one
+ * validating lookup (owner_lookup) for every entry point (free, realloc,
+ * usable size, xpfo_owner, xpfo_transfer, the fault reporter), one setter
+ * family (owner_set_*), one walker (owner_walk) and one describer
+ * (owner_describe).  The free fast path reads an entry through
+ * owner_slab_of(), the one inline decoder. */
+#ifndef XPFO_OWNER_H
+#define XPFO_OWNER_H
+
+#include "base.h"
+
+/* ---- page map entries (one uint32 per page, out of line) --------------- */
+enum page_type {
+	PG_FREE = 0,    /* the allocator's: revoked (or never used) */
+	PG_SLAB = 1,    /* value: slab id */
+	PG_LARGE = 2,   /* head of a live run; value: pages */
+	PG_TAIL = 3,    /* value: distance back to the head page */
+	PG_PENDING = 4, /* freed, queued for revocation in a gather */
+	PG_QUAR = 5,    /* revocation failed: never reused */
+	PG_GUARD = 6,   /* an inaccessible guard page after a slab or run */
+};
+#define PG_TYPE(e) ((e) >> 28)
+#define PG_VAL(e) ((e) & 0x0fffffffu)
+#define PG_MAKE(t, v) (((uint32_t)(t) << 28) | (uint32_t)(v))
+/* A retired slab's pages, queued (PG_PENDING) and then free (PG_FREE), keep
+ * its class and each page's index in it, so that freeing one of its slots
+ * again still reads as a double free.  Value bits 0-10: the queued run's
+ * pages (its first page), 11-15: the page's index in the slab, 16-21: the
+ * class + 1 (0: not a slab's). */
+#define PG_RUN_PAGES(v) ((v) & 0x7ffu)
+#define PG_SLAB_INFO(cls, idx) ((((uint32_t)(cls) + 1) << 16) | ((uint32_t)(idx) << 11))
+#define PG_INFO_MASK 0x3ff800u
+#define PG_INFO_CLASS(v) ((int)(((v) >> 16) & 0x3f) - 1)
+#define PG_INFO_INDEX(v) (((v) >> 11) & 0x1f)
+
+enum seg_kind { SEG_UNUSED = 0, SEG_PAGES_K = 1, SEG_HUGE = 2, SEG_HUGE_TAIL = 3 };
+
+/* One per 4 MiB of the reservation; lives in the metadata region.
+ *
+ * Invariant of a carved segment (kind SEG_PAGES_K, not releasing), checked
+ * by owner_check() in debug builds, heap_lock held:
+ *     free_pages == popcount(free_map) == #{p : PG_TYPE(page[p]) == PG_FREE}
+ *     clean_map  is a subset of free_map (a clean page is a free one)
+ *     PG_FREE page: inaccessible; aux = flush serial of its revocation
+ *     any other page: aux = owning compartment's id (a run transferred to
+ *     another compartment keeps its segment, so aux, not `owner`, is the
+ *     page's owner)
+ * so a page reaches a new owner only through the free map, which a page
+ * joins only after its revocation was applied (I2). */
+struct segment {
+	uint16_t owner;      /* compartment id; 0 when unused */
+	uint8_t kind;        /* enum seg_kind */
+	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
+	uint8_t tag;         /* class whose slabs it holds, TAG_LARGE, or 0xff: never carved */
+	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
+	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
+	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation */
+	struct segment *next, *prev; /* owner's segment list */
+	uint32_t gen;        /* changes whenever the segment changes hands */
+	uint32_t freed_at;   /* unused or huge: flush serial of the last release */
+	uint64_t free_map[SEG_WORDS];  /* bit set: page is PG_FREE */
+	uint64_t clean_map[SEG_WORDS]; /* bit set: page is known zero, not resident */
+	uint32_t page[SEG_PAGES];      /* owner.c only */
+	uint32_t aux[SEG_PAGES];       /* owner.c only: see the invariant */
+};
+
+static inline struct segment *seg_of(uintptr_t p)
+{
+	return &seg_table[(p - heap_base) >> SEG_SHIFT];
+}
+static inline bool in_heap(uintptr_t p) { return p - heap_base < heap_end - heap_base; }
+static inline size_t seg_index(const struct segment *s) { return (size_t)(s - seg_table); }
+static inline uintptr_t seg_addr(const struct segment *s) { return heap_base + (seg_index(s) << SEG_SHIFT); }
+static inline size_t page_index(uintptr_t p) { return (p >> PAGE_SHIFT) & (SEG_PAGES - 1); }
+
+/* The free fast path's decoder: the slab id of the page at p in carved
+ * segment s, or -1 when the page is not a live slab's. */
+static inline long owner_slab_of(struct segment *s, uintptr_t p)
+{
+	uint32_t e = __atomic_load_n(&s->page[page_index(p)], __ATOMIC_ACQUIRE);
+	return PG_TYPE(e) == PG_SLAB ? (long)PG_VAL(e) : -1;
+}
+/* Owner id of a non-free page of a carved segment. */
+static inline uint16_t owner_of_page(struct segment *s, uintptr_t p)
+{
+	return (uint16_t)__atomic_load_n(&s->aux[page_index(p)], __ATOMIC_RELAXED);
+}
+
+/* ---- the lookup ---------------------------------------------------------- */
+enum blk_status { BLK_OK, BLK_FREED, BLK_INTERIOR, BLK_FOREIGN, BLK_NOT_BLOCK };
+enum blk_kind { BK_SMALL, BK_LARGE, BK_HUGE };
+
+struct blk {
+	enum blk_kind kind;
+	uintptr_t base;      /* block start (interior: the block's start) */
+	size_t usable;       /* bytes the program may use */
+	size_t span;         /* bytes the block takes: slot size, or pages */
+	uint16_t owner;
+	uint8_t guarded;     /* page run followed by its guard page */
+	struct slab *s;
+	struct segment *seg;
+	uint32_t slot;
+};
+/* What the address a is: a live block's start (BLK_OK), a freed one, an
+ * interior pointer, not in the heap, or nothing; b says which block. */
+enum blk_status owner_lookup(uintptr_t a, struct blk *b);
+
+/* ---- the setters (heap_lock held, or pages the caller alone holds) ------ */
+/* A live page run of npages for owner (its head says how long it is). */
+void owner_set_large(uintptr_t addr, size_t npages, uint16_t owner);
+void owner_set_slab(uintptr_t addr, size_t npages, uint32_t slab_id, uint16_t owner);
+void owner_set_guard(uintptr_t addr, uint16_t owner);
+/* Queued for revocation; a retired slab's pages keep its class (cls >= 0). */
+void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner);
+void owner_set_quarantined(uintptr_t addr, size_t npages, uint16_t owner);
+/* Placeholders of pages just taken (a run being set up), owner from now. */
+void owner_set_taken(uintptr_t addr, size_t npages, uint16_t owner);
+/* Placeholders again for a queued run taken back (owner unchanged). */
+void owner_set_reclaimed(uintptr_t addr, size_t npages);
+/* Back to the allocator, revoked at flush `serial` (a retired slab's class
+ * stays readable for double-free reports). */
+void owner_set_free(uintptr_t addr, size_t npages, uint32_t serial);
+/* A live run (and its guard page) given to compartment `to`. */
+size_t owner_set_owner(uintptr_t addr, size_t npages, uint16_t to);
+/* A segment carved afresh: every page free. */
+void owner_reset(struct segment *s);
+
+/* ---- the walker ---------------------------------------------------------- */
+enum owner_walk_what {
+	OW_LIVE = 1,    /* slab, run and tail pages */
+	OW_PENDING = 2, /* queued for revocation */
+	OW_GUARD = 4,   /* guard pages */
+};
+/* Calls fn(addr, npages, pending, arg) for each span of pages of carved
+ * segment s that compartment id owns and `what` selects; consecutive pages
+ * make one span (pending: some of its pages are queued). */
+typedef void (*owner_span_fn)(uintptr_t addr, size_t npages, bool pending, void *arg);
+void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn, void *arg);
+/* Pages of s not free: those of id (and quarantined ones) in *mine, other
+ * owners' in *foreign; calls slab_head(addr, slab id, arg) for each page
+ * of id's that starts a slab. */
+void owner_census(struct segment *s, uint16_t id, size_t *mine, size_t *foreign,
+		  void (*slab_head)(uintptr_t, uint32_t, void *), void *arg);
+
+/* ---- the describer --------------------------------------------------------- */
+enum owner_state {
+	OS_OWNED,          /* live: owner */
+	OS_OWNED_PENDING,  /* freed, revocation queued: owner */
+	OS_FREE,           /* the allocator's: revoked `age` flushes ago */
+	OS_QUARANTINED,    /* the allocator's, never reused */
+	OS_GUARD,          /* a guard page */
+	OS_FREE_HUGE,      /* a huge allocation being released */
+};
+struct owner_desc {
+	enum owner_state state;
+	uint32_t owner;   /* compartment id (OS_OWNED*) */
+	uint32_t age;     /* flushes since revocation (OS_FREE) */
+};
+/* Whose is the page at a (in the heap); async-signal-safe, takes no lock. */
+void owner_describe(uintptr_t a, uint32_t now_serial, struct owner_desc *d);
+
+/* Debug: the invariant above for every carved segment (heap_lock held). */
+void owner_check(void);
+
+#endif

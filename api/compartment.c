@@ -1,0 +1,101 @@
+/* compartment.c - the public compartment functions of xpfo.h.  Each enters
+ * xpfo (XPFO_ENTRY), gets the thread's state (starting xpfo on first use)
+ * and hands the work to alloc/compartment.c (alloc/sandbox.c: the lock,
+ * alloc/alias.c: the shared descriptors). */
+#include "internal.h"
+
+#include <errno.h>
+
+XPFO_EXPORT xpfo_compartment_t *xpfo_compartment_create(const char *name, unsigned flags)
+{
+	XPFO_ENTRY;
+	tstate_get();
+	return comp_create(name, flags);
+}
+
+XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
+{
+	XPFO_ENTRY;
+	tstate_get();
+	return comp_destroy(c);
+}
+
+XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
+{
+	XPFO_ENTRY;
+	struct tstate *t = tstate_get();
+	if (tl_sandbox_locked) { /* alloc/sandbox.c: a locked thread stays where it is */
+		errno = EPERM;
+		return NULL;
+	}
+	return comp_enter(t, c);
+}
+
+XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
+{
+	XPFO_ENTRY;
+	struct tstate *t = tstate_get();
+	if (tl_sandbox_locked) { /* alloc/sandbox.c */
+		errno = EPERM;
+		return;
+	}
+	comp_leave(t, previous);
+}
+
+XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
+{
+	XPFO_ENTRY;
+	return comp_malloc_in(tstate_get(), c, size);
+}
+
+XPFO_EXPORT void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size)
+{
+	XPFO_ENTRY;
+	return comp_aligned_alloc_in(tstate_get(), c, align, size);
+}
+
+XPFO_EXPORT void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size)
+{
+	XPFO_ENTRY;
+	return comp_calloc_in(tstate_get(), c, n, size);
+}
+
+XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
+{
+	XPFO_ENTRY;
+	tstate_get();
+	return comp_transfer(p, to);
+}
+
+XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
+{
+	XPFO_ENTRY;
+	int e = sandbox_lock(tstate_get(), c, flags);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+XPFO_EXPORT int xpfo_share_fd(void *p, unsigned flags)
+{
+	XPFO_ENTRY;
+	return alias_share(tstate_get()->heap->comp, p, flags);
+}
+
+/* Test seam (tests/sandbox/attacks.c): what an arbitrary write into the
+ * metadata does: the page run at p becomes, in the tables, the calling
+ * thread's compartment's.  (With sealed metadata on pkeys such a write
+ * needs a bug inside xpfo's entry points: the seam opens the key.) */
+XPFO_EXPORT void xpfo__test_forge_owner(void *p);
+XPFO_EXPORT void xpfo__test_forge_owner(void *p)
+{
+	XPFO_ENTRY;
+	uint16_t id = tstate_get()->heap->comp->id;
+	uintptr_t a = (uintptr_t)p;
+	struct blk b;
+	if (!in_heap(a) || owner_lookup(a, &b) != BLK_OK || b.kind != BK_LARGE)
+		return;
+	owner_set_owner(a, b.usable >> PAGE_SHIFT, id);
+}

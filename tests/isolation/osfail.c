@@ -1,0 +1,165 @@
+/* osfail.c - what the program sees when a purge (madvise / remap) fails,
+ * injected with xpfo__test_inject(TU_OS_PURGE, EIO).  (A failed mprotect is
+ * failclosed's, /proc/self/mem nomem's; mmap only runs at start-up, where
+ * tests/reserve.sh makes it fail for real under ulimit -v.)
+ *
+ * Each case runs in a forked child and must exit 0; a step that fails exits
+ * with its own code and says which on stderr.
+ *   own run: the purge of root's freed 1.5 MiB run fails: nothing is lost
+ *     (no purge counted, no failure), and calloc over the same size still
+ *     gives zeros.
+ *   transferred run: a run transferred from compartment "sender" to root
+ *     and freed by root must change owner with fresh frames; its purge
+ *     fails: it is quarantined (revoke_failures + 1, pages_quarantined +
+ *     its pages) and the sender's next runs never land on it.
+ *   huge block: the remap that gives a freed 6 MiB block's segments fresh
+ *     frames fails: the segments stay out of the pool (still counted in
+ *     `segments`), no later huge block lands on them, and calloc of huge
+ *     blocks gives zeros; freeing the block again is a double free (fatal
+ *     line), not a free of a live block of no one.
+ */
+#include "iso.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
+
+#define RUN (1536u << 10)
+#define HUGE (6u << 20)
+#define PAT 0x5a
+
+#define NEED(cond, code)                                                    \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			fprintf(stderr, "step failed: %s (errno %s)\n",     \
+				#cond, strerrorname_np(errno));             \
+			return code;                                        \
+		}                                                           \
+	} while (0)
+
+static bool overlaps(const void *a, size_t na, const void *b, size_t nb)
+{
+	return (const char *)a < (const char *)b + nb && (const char *)b < (const char *)a + na;
+}
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static int own_run(void *arg)
+{
+	(void)arg;
+	struct xpfo_stats s0, s1;
+	unsigned char *p = malloc(RUN);
+	NEED(p, 2);
+	memset(p, PAT, RUN);
+	tu_stats(&s0);
+	NEED(xpfo__test_inject(TU_OS_PURGE, EIO, 0, 1000) == 0, 3); /* every purge of the flush */
+	free(p);
+	NEED(xpfo_flush() == 0, 4);
+	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
+	tu_stats(&s1);
+	NEED(s1.purges == s0.purges, 5);          /* the purge was the one that failed */
+	NEED(s1.revoke_failures == s0.revoke_failures, 6);
+	unsigned char *q = calloc(1, RUN);
+	NEED(q && all_zero(q, RUN), 7);
+	free(q);
+	return 0;
+}
+
+static int transferred_run(void *arg)
+{
+	(void)arg;
+	struct xpfo_stats s0, s1;
+	xpfo_compartment_t *c = xpfo_compartment_create("sender", 0);
+	NEED(c, 2);
+	xpfo_compartment_t *prev = xpfo_enter(c);
+	NEED(prev, 3);
+	unsigned char *a = malloc(RUN);
+	NEED(a, 4);
+	memset(a, PAT, RUN);
+	xpfo_leave(prev);
+	NEED(xpfo_transfer(a, xpfo_root()) == 0, 5);
+	tu_stats(&s0);
+	NEED(xpfo__test_inject(TU_OS_PURGE, EIO, 0, 1) == 0, 6);
+	free(a);
+	NEED(xpfo_flush() == 0, 7);
+	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
+	tu_stats(&s1);
+	NEED(s1.revoke_failures == s0.revoke_failures + 1, 8);
+	NEED(s1.pages_quarantined >= s0.pages_quarantined + RUN / ISO_PAGE, 9);
+	prev = xpfo_enter(c);
+	for (int i = 0; i < 8; i++) {
+		unsigned char *r = malloc(RUN);
+		NEED(r, 10);
+		NEED(!overlaps(r, RUN, a, RUN), 11);
+	}
+	xpfo_leave(prev);
+	return 0;
+}
+
+static int huge_block(void *arg)
+{
+	(void)arg;
+	struct xpfo_stats s0, s1;
+	unsigned char *h = malloc(HUGE);
+	NEED(h, 2);
+	memset(h, PAT, HUGE);
+	tu_stats(&s0);
+	NEED(xpfo__test_inject(TU_OS_PURGE, EIO, 0, 1) == 0, 3);
+	free(h);
+	NEED(xpfo_flush() == 0, 4);
+	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
+	tu_stats(&s1);
+	NEED(s1.segments == s0.segments, 8); /* still held: out of the pool */
+	for (int i = 0; i < 8; i++) {
+		unsigned char *q = calloc(1, HUGE);
+		NEED(q, 5);
+		NEED(!overlaps(q, HUGE, h, HUGE), 6);
+		NEED(all_zero(q, HUGE), 7);
+	}
+	return 0;
+}
+
+/* The same block freed again: a double free, not a block of no one. */
+static int huge_twice(void *arg)
+{
+	(void)arg;
+	unsigned char *h = malloc(HUGE);
+	NEED(h, 2);
+	NEED(xpfo__test_inject(TU_OS_PURGE, EIO, 0, 1) == 0, 3);
+	free(h);
+	NEED(xpfo_flush() == 0, 4);
+	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
+	iso_expect("xpfo: fatal: double free of %p (compartment \"root\")", (void *)h);
+	free(h);
+	return 0;
+}
+
+int main(void)
+{
+	tu_prog = "osfail";
+	tu_xpfo_init(1);
+	iso_stdio_warmup();
+	const struct iso_case cases[] = {
+		{ "own run: its purge fails: nothing lost, calloc still zero", own_run, NULL, 0 },
+		{ "transferred run: its purge fails: quarantined, never the sender's again",
+		  transferred_run, NULL, 0 },
+		{ "huge block: the remap of its segments fails: they stay out of the pool",
+		  huge_block, NULL, 0 },
+		{ "huge block whose remap failed, freed again: double free", huge_twice, NULL,
+		  SIGABRT },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		iso_run_case(&cases[i], 30);
+	tu_exit();
+}
