@@ -775,13 +775,30 @@ static void slot_release(struct tstate *t, struct slab *s, uint32_t i)
 		slot_release_remote(t, s, i);
 }
 
+/* A quarantined slot is still waiting in its slab when its page is a slab's,
+ * p a slot start and its quarantine bit set.  A compartment destroyed since
+ * took the slab and its pages away (the pages may be another slab's by
+ * now): such an entry is dropped, never read, never released into what
+ * took the pages (found by the threads fuzz target, tests/isolation/
+ * quardestroy). */
+static bool quarantine_valid(uintptr_t p, struct blk *b)
+{
+	memset(b, 0, sizeof *b);
+	if (owner_lookup(p, b) != BLK_FREED || b->kind != BK_SMALL || !b->s)
+		return false;
+	uint64_t bit = 1ull << (b->slot % 64);
+	return (ld(&b->s->quar[b->slot / 64]) & bit) && (ld(&b->s->used[b->slot / 64]) & bit);
+}
+
 /* Out of the quarantine: check it was not written, then really free it. */
 static void quarantine_evict(struct tstate *t, void *p)
 {
-	struct segment *sg = seg_of((uintptr_t)p);
-	struct slab *s = &slab_table[owner_slab_of(sg, (uintptr_t)p)];
+	struct blk b;
+	if (!quarantine_valid((uintptr_t)p, &b))
+		return;
+	struct slab *s = b.s;
 	const struct size_class *k = &classes[s->cls];
-	uint32_t i = (uint32_t)((((uintptr_t)p - s->base) * k->recip) >> 32);
+	uint32_t i = b.slot;
 	if (opt.waf_check) {
 		struct touch x;
 		touch_begin(&x, t, s->owner, p, k->size);
@@ -790,8 +807,9 @@ static void quarantine_evict(struct tstate *t, void *p)
 		if (off < k->size - canary_bytes)
 			waf_fatal(p, off, s->cls);
 	}
-	__atomic_fetch_and(&s->quar[i / 64], ~(1ull << (i % 64)), __ATOMIC_RELAXED);
-	slot_release(t, s, i);
+	uint64_t bit = 1ull << (i % 64);
+	if (__atomic_fetch_and(&s->quar[i / 64], ~bit, __ATOMIC_RELAXED) & bit)
+		slot_release(t, s, i);
 }
 
 /* A freed slot waits: a random one of those waiting takes its turn out. */

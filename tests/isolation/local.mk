@@ -23,7 +23,8 @@ iso_tests = \
 	tests/isolation/nomem \
 	tests/isolation/failclosed \
 	tests/isolation/forkcomp \
-	tests/isolation/osfail
+	tests/isolation/osfail \
+	tests/isolation/quardestroy
 
 check_PROGRAMS += $(iso_tests)
 TESTS += $(iso_tests)
@@ -93,6 +94,11 @@ tests_isolation_forkcomp_CFLAGS = $(iso_cflags)
 tests_isolation_forkcomp_LDADD = $(iso_ldadd)
 tests_isolation_forkcomp_LDFLAGS = $(iso_ldflags)
 
+tests_isolation_quardestroy_SOURCES = tests/isolation/quardestroy.c $(iso_sources)
+tests_isolation_quardestroy_CPPFLAGS = $(iso_cppflags)
+tests_isolation_quardestroy_CFLAGS = $(iso_cflags)
+tests_isolation_quardestroy_LDADD = $(iso_ldadd)
+tests_isolation_quardestroy_LDFLAGS = $(iso_ldflags)
 tests_isolation_osfail_SOURCES = tests/isolation/osfail.c $(iso_sources)
 tests_isolation_osfail_CPPFLAGS = $(iso_cppflags)
 tests_isolation_osfail_CFLAGS = $(iso_cflags)
