@@ -21,6 +21,10 @@
 
 pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *seg_used_map; /* bit set: segment in use (or being released) */
+/* bit set: the segment was taken once, so its descriptor (8.5 KiB of the
+ * segment table) is resident for good; seg_seen counts them */
+static uint64_t *seg_seen_map;
+static size_t seg_seen;
 
 static inline bool bit_get(const uint64_t *m, size_t i) { return m[i / 64] >> (i % 64) & 1; }
 static inline void bit_set(uint64_t *m, size_t i) { m[i / 64] |= 1ull << (i % 64); }
@@ -96,7 +100,8 @@ int pages_init(void);
 int pages_init(void)
 {
 	seg_used_map = meta_alloc(align_up(heap_nsegs, 64) / 8);
-	return seg_used_map ? 0 : ENOMEM;
+	seg_seen_map = meta_alloc(align_up(heap_nsegs, 64) / 8);
+	return seg_used_map && seg_seen_map ? 0 : ENOMEM;
 }
 
 
@@ -124,30 +129,64 @@ static struct rng seg_rng;
 static bool seg_rng_ready;
 
 /* First run of n unused segments aligned to align, from index `from` on,
- * whose sticky tag is `tag` or none (any tag when tag is 0). */
-static size_t segs_find(size_t from, size_t n, size_t align, unsigned tag)
+ * whose sticky tag is `tag` or none (any tag when tag is 0); when `seen`,
+ * only segments taken before and tagged `tag` (descriptors already
+ * resident). */
+static size_t segs_find(size_t from, size_t n, size_t align, unsigned tag, bool seen)
 {
 	size_t i = from;
 	for (;;) {
 		i = align_up(bit_next(seg_used_map, i, heap_nsegs, false), align);
+		if (seen && i < heap_nsegs)
+			i = align_up(bit_next(seg_seen_map, i, heap_nsegs, true), align);
 		if (i + n > heap_nsegs)
 			return heap_nsegs;
 		size_t j = bit_next(seg_used_map, i, i + n, true);
+		if (seen) {
+			size_t k = bit_next(seg_seen_map, i, i + n, false);
+			j = k < j ? k : j;
+		}
 		if (j < i + n) {
-			i = j;
+			i = j + (j == i); /* j == i: an unseen one */
 			continue;
 		}
-		if (!tag || !seg_table[i].tag || seg_table[i].tag == tag)
+		if (seen ? seg_table[i].tag == tag
+			 : !tag || !seg_table[i].tag || seg_table[i].tag == tag)
 			return i;
 		i++;
 	}
+}
+
+/* Segments random_bases may spread over before it reuses them: each one
+ * taken leaves its descriptor resident, so without a bound a long-running
+ * process touches the whole segment table (136 MB for 64 GiB) in time. */
+#define SEG_SPREAD 256
+
+/* Where to take n segments from `from` on: while few segments were ever
+ * taken, anywhere (fresh ones too); past the spread, one taken before for
+ * the same tag first, so the set of touched descriptors stays bounded. */
+static size_t segs_pick(size_t from, size_t n, size_t align, unsigned tag)
+{
+	size_t i = heap_nsegs;
+	uint64_t in_use = __atomic_load_n(&g_stats.segments, __ATOMIC_RELAXED);
+	if (seg_seen >= SEG_SPREAD + 2 * in_use) {
+		i = segs_find(from, n, align, tag, true);
+		if (i == heap_nsegs && from)
+			i = segs_find(0, n, align, tag, true);
+	}
+	if (i == heap_nsegs)
+		i = segs_find(from, n, align, tag, false);
+	if (i == heap_nsegs && from)
+		i = segs_find(0, n, align, tag, false);
+	return i;
 }
 
 /* Take n contiguous unused segments aligned to align segments, for pages
  * of tag (size class + 1, or TAG_LARGE + 1).  A segment keeps its tag when
  * it is released, so the address space of a size class is not reused for
  * another class while a segment without a conflicting tag remains
- * (class isolation); random_bases starts the search at a random segment. */
+ * (class isolation); random_bases starts the search at a random segment
+ * (segs_pick bounds how many different segments it ever uses). */
 static struct segment *segs_take(size_t n, size_t align, unsigned tag)
 {
 	size_t from = 0;
@@ -158,11 +197,9 @@ static struct segment *segs_take(size_t n, size_t align, unsigned tag)
 		}
 		from = (size_t)(rng_u64(&seg_rng) % (heap_nsegs - n));
 	}
-	size_t i = segs_find(from, n, align, tag);
-	if (i == heap_nsegs && from)
-		i = segs_find(0, n, align, tag);
+	size_t i = segs_pick(from, n, align, tag);
 	if (i == heap_nsegs)
-		i = segs_find(0, n, align, 0); /* no untagged room left: share */
+		i = segs_find(0, n, align, 0, false); /* no untagged room left: share */
 	if (i == heap_nsegs)
 		return NULL;
 	bit_fill(seg_used_map, i, n, true);
@@ -176,8 +213,14 @@ static struct segment *segs_take(size_t n, size_t align, unsigned tag)
 		}
 		stat_inc(grant_syscalls);
 	}
-	for (size_t k = 0; k < n; k++)
-		seg_table[i + k].tag = (uint8_t)tag;
+	for (size_t k = i; k < i + n; k++) {
+		seg_table[k].tag = (uint8_t)tag;
+		if (!bit_get(seg_seen_map, k)) { /* its descriptor is resident now */
+			bit_set(seg_seen_map, k);
+			seg_seen++;
+			stat_add(metadata_bytes, sizeof seg_table[k]);
+		}
+	}
 	return &seg_table[i];
 }
 

@@ -22,7 +22,9 @@
 #define BIG (5u << 20)
 /* segments the allocator may spread over before reusing (256) and a few
  * more for the ones in use; without reuse about 2,900 are distinct */
+#ifndef MAX_DISTINCT
 #define MAX_DISTINCT 400
+#endif
 
 static int cmp_ptr(const void *a, const void *b)
 {
