@@ -410,9 +410,16 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	/* slots past the end count as used, so the search never finds them */
 	for (unsigned w = k->nslots / 64; w < SLAB_WORDS; w++)
 		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
-	/* the write-after-free check expects every free slot to hold the fill */
-	if (opt.waf_check && (!clean || free_fill()))
-		memset((void *)a, free_fill(), (size_t)k->npages << PAGE_SHIFT);
+	/* the write-after-free check expects every free slot to hold the fill;
+	 * a closed compartment's new slab (xpfo_malloc_in from outside) is
+	 * filled without opening it (found by the ops fuzz target, strict) */
+	if (opt.waf_check && (!clean || free_fill())) {
+		struct touch x;
+		size_t len = (size_t)k->npages << PAGE_SHIFT;
+		touch_begin(&x, t, s->owner, (void *)a, len);
+		t_fill(&x, (void *)a, free_fill(), len);
+		touch_end(&x);
+	}
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
 	owner_set_slab(a, k->npages, s->id, s->owner);
 	return s;
