@@ -51,15 +51,15 @@ step() {	# N TITLE VARIANTS -- TEST.SH ARGS
 }
 
 step 1 "-smp 4: threads, checks, churn, RLIMIT_MEMLOCK=0, 1 GiB split counters" \
-	"base patched" -- --smp 4 --threads "1 2 4" --churn 10000 \
+	"base patched" -- --smp 4 --mib 64 --threads "1 2 4" --churn 10000 \
 	--memlock0 10000 --dmap-mib 1024 || status=1
-step 2 "-smp 8: threads" "base patched" -- --smp 8 --threads "1 2 4" \
+step 2 "-smp 8: threads" "base patched" -- --smp 8 --mib 64 --threads "1 2 4" \
 	--no-check --churn 0 --memlock0 0 --dmap-mib 0 || status=1
 step 3 "five interleaved boots: fault and churn time" "base patched" -- \
-	--boots 5 --smp 4 --threads 1 --no-check --churn 10000 --memlock0 0 \
+	--boots 5 --smp 4 --mib 64 --threads 1 --no-check --churn 10000 --memlock0 0 \
 	--dmap-mib 0 || status=1
 if step 4 "the flush deleted: the lower bound must reject it" noflush -- \
-	--configs noflush --smp 4 --threads "1 4" --no-check --churn 0 \
+	--configs noflush --smp 4 --mib 64 --threads "1 4" --no-check --churn 0 \
 	--memlock0 0 --dmap-mib 0; then
 	case " $only " in *" 4 "*)
 		echo "FAIL: kernel/noflush-rejected (every check passed)" | tee -a "$out"

@@ -7,11 +7,11 @@
 #      $XPFO_KERNEL_CACHE, default /var/cache/xpfo-kernel) and checks that
 #      the series adds no W=1 warning;
 #   3. kernel/test.sh boots both in QEMU (-smp 4, one boot each): functional
-#      checks, the direct-map absence check, the flush measurement with 1 and
-#      4 faulting threads (lower and upper bounds, flat in the thread count),
-#      small-file churn, the RLIMIT_MEMLOCK=0 loop, the split counters after
-#      256 MiB of secret churn, and the extra static test binaries
-#      (kernel/extra/*.c, built here, plus every executable in
+#      checks, the direct-map absence check, the flush measurement on 16 MiB
+#      with 1 and 4 faulting threads (lower and upper bounds, flat in the
+#      thread count), small-file churn, the RLIMIT_MEMLOCK=0 loop, the split
+#      counters after 128 MiB of secret churn, and the extra static test
+#      binaries (kernel/extra/*.c, built here, plus every executable in
 #      $XPFO_KERNEL_EXTRA if set).  Times are judged by make bench-kernel.
 #
 # One "PASS: name" / "FAIL: name" / "SKIP: name" line per check; exit 1 if

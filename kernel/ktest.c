@@ -802,6 +802,14 @@ static int measure(long mib, int threads)
 		       strerror(errno));
 		return 1;
 	}
+	/*
+	 * Free secret pages left by earlier work would need no flush: give
+	 * them back first, so that every page of this round is flushed here.
+	 */
+	if (!drop_caches()) {
+		report(0, "measure", "drop_caches: %s", strerror(errno));
+		return 1;
+	}
 	p = secret_map(len, &fd);
 	if (!p) {
 		report(0, "measure", "map %ld MiB: %s", mib, strerror(errno));

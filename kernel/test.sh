@@ -17,11 +17,11 @@
 #   --boots N    boots per configuration (default 1), interleaved
 #   --smp N      virtual CPUs (default 4)
 #   --threads L  faulting-thread counts, one measurement each (default "1 4")
-#   --mib M      secret region per measurement (default 64)
+#   --mib M      secret region per measurement (default 16)
 #   --churn N    small-file churn iterations (default 2000; 0 = none)
 #   --memlock0 N RLIMIT_MEMLOCK=0 iterations (default 2000; 0 = none)
 #   --dmap-mib M secret churn before the split counters are read (default
-#                256, in 64 MiB files; 0 = none)
+#                128, in 64 MiB files; 0 = none)
 #   --extra DIR  every executable in DIR (static) is run in the first boot of
 #                each configuration; exit 0 = PASS, 77 = SKIP, else FAIL
 #   --no-check   skip the functional checks
@@ -39,7 +39,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 kdir=$(kernel_dir)
 configs="base patched"
-boots=1 smp=4 threads="1 4" mib=64 churn=2000 memlock0=2000 dmapmib=256
+boots=1 smp=4 threads="1 4" mib=16 churn=2000 memlock0=2000 dmapmib=128
 mem=512M extra= keep= check=1
 
 while [ $# -gt 0 ]; do
