@@ -595,33 +595,42 @@ static int drop_caches(void)
 /*
  * The patched kernel keeps one empty block (counted in KReclaimable) and the
  * shrinker frees it; a block with a page in use is not counted and stays.
- * With a one-page file A kept open: a 3 MiB file B is filled and closed,
- * which leaves one empty block (+block) besides A's; drop_caches frees it
- * (back to the start) and A's page is intact; closing A empties A's block
- * (+block), and drop_caches frees that one too.  The base kernel keeps
- * nothing: every step is 0.
+ * Pinned to one CPU (so that one CPU cache is involved), after drop_caches
+ * has emptied the store: a 3 MiB file B takes a whole block X and part of a
+ * block Y, then a one-page file A takes a page of Y.  Closing B empties X
+ * (+block); drop_caches frees it (back to the start) and A's page is intact;
+ * closing A empties Y (+block), and drop_caches frees that one too.  The
+ * base kernel keeps nothing: every step is 0.
  */
 static void check_pool_shrinker(void)
 {
 	long order = block_order(), v[5];
 	long want = order >= 0 ? 4L << order : 0;
 	size_t blen = 3UL << 20;
+	cpu_set_t all, one;
 	int fa;
 	char *a, *b;
 
-	if (!drop_caches()) {
-		report(0, "pool-shrinker", "drop_caches: %s", strerror(errno));
+	if (sched_getaffinity(0, sizeof(all), &all) != 0 || !drop_caches()) {
+		report(0, "pool-shrinker", "affinity or drop_caches: %s",
+		       strerror(errno));
 		return;
 	}
-	v[0] = pool_kb_wait(pool_kb());
-	a = secret_map(PAGE, &fa);
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	usleep(1500000);	/* per-CPU counter deltas are folded every second */
+	v[0] = pool_kb();
 	b = secret_map(blen, NULL);
+	if (b)
+		fill(b, blen, 22);
+	a = secret_map(PAGE, &fa);
 	if (!a || !b || v[0] < 0) {
 		report(0, "pool-shrinker", "setup: %s", strerror(errno));
+		sched_setaffinity(0, sizeof(all), &all);
 		return;
 	}
 	fill(a, PAGE, 21);
-	fill(b, blen, 22);
 	munmap(b, blen);
 	v[1] = pool_kb_wait(v[0] + want);
 	drop_caches();
@@ -633,6 +642,7 @@ static void check_pool_shrinker(void)
 	v[3] = pool_kb_wait(v[0] + want);
 	drop_caches();
 	v[4] = pool_kb_wait(v[0]);
+	sched_setaffinity(0, sizeof(all), &all);
 	report(v[1] - v[0] == want && v[2] == v[0] && v[3] - v[0] == want &&
 	       v[4] == v[0] && intact, "pool-shrinker",
 	       "block order %ld: pool %ld -> %ld -> %ld -> %ld -> %ld kB, wanted +%ld, 0, +%ld, 0; page intact %d",
@@ -685,8 +695,7 @@ struct toucher {
 	char *p;
 	size_t len;
 	int cpu;
-	unsigned seed;
-	int bad;
+	pthread_barrier_t *start, *done;
 };
 
 static void pin(int cpu)
@@ -704,26 +713,57 @@ static void *touch_thread(void *arg)
 	struct toucher *t = arg;
 
 	pin(t->cpu);
+	pthread_barrier_wait(t->start);
 	for (size_t off = 0; off < t->len; off += PAGE)
-		t->p[off] = (char)t->seed;
+		t->p[off] = 1;
+	pthread_barrier_wait(t->done);
 	return NULL;
 }
 
-/* @threads threads touch consecutive slices of [p, p + len). */
-static int touch_parallel(char *p, size_t len, int threads)
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/*
+ * @threads threads touch consecutive slices of [p, p + len).  The CAL count
+ * and the time are taken between two barriers, so that creating and ending
+ * the threads (stack set-up, madvise at exit) is not counted.
+ */
+static int touch_parallel(char *p, size_t len, int threads, long *cal,
+			  double *ns)
 {
 	struct toucher t[64];
 	pthread_t id[64];
+	pthread_barrier_t start, done;
 	size_t slice = len / PAGE / (size_t)threads * PAGE;
+	double t0;
+	long c0;
 
+	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+	pthread_barrier_init(&done, NULL, (unsigned)threads + 1);
 	for (int i = 0; i < threads; i++) {
 		t[i] = (struct toucher){ p + i * slice,
-			i == threads - 1 ? len - i * slice : slice, i, 1, 0 };
+			i == threads - 1 ? len - i * slice : slice, i,
+			&start, &done };
 		if (pthread_create(&id[i], NULL, touch_thread, &t[i]) != 0)
-			return -1;
+			abort();
 	}
+	c0 = irq_count("CAL");
+	t0 = now_ns();
+	pthread_barrier_wait(&start);
+	pthread_barrier_wait(&done);
+	if (ns)
+		*ns = now_ns() - t0;
+	if (cal)
+		*cal = irq_count("CAL") - c0;
 	for (int i = 0; i < threads; i++)
 		pthread_join(id[i], NULL);
+	pthread_barrier_destroy(&start);
+	pthread_barrier_destroy(&done);
 	return 0;
 }
 
@@ -757,7 +797,7 @@ static void check_concurrent(int rounds)
 	for (int r = 0; r < rounds && !bad; r++) {
 		char *p = secret_map(len, NULL);
 
-		if (!p || touch_parallel(p, len, 4) != 0) {
+		if (!p || touch_parallel(p, len, 4, NULL, NULL) != 0) {
 			bad = 1;
 			break;
 		}
@@ -772,14 +812,6 @@ static void check_concurrent(int rounds)
 	pthread_join(d, NULL);
 	report(!bad && drops > 0, "concurrent-fault-drop_caches",
 	       "bad %d after %d drop_caches", bad, drops);
-}
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
 static int unlimited_memlock(void)
@@ -815,22 +847,15 @@ static int measure(long mib, int threads)
 		report(0, "measure", "map %ld MiB: %s", mib, strerror(errno));
 		return 1;
 	}
-	long cal0 = irq_count("CAL");
-	double t0 = now_ns();
+	long cal;
+	double ns;
 
-	if (touch_parallel(p, len, threads) != 0) {
-		report(0, "measure", "pthread_create: %s", strerror(errno));
-		return 1;
-	}
-	double t1 = now_ns();
-	long cal1 = irq_count("CAL");
-
+	touch_parallel(p, len, threads, &cal, &ns);
 	mapped = dmap_mapped(p, len, &missing);
 	printf(TAG "MEASURE pages=%zu threads=%d cpus=%ld cal=%ld "
 	       "ns_per_fault=%.0f dmap_mapped=%ld dmap_missing=%ld order=%ld\n",
-	       len / PAGE, threads, ncpu, cal1 - cal0,
-	       (t1 - t0) / (double)(len / PAGE), mapped, missing,
-	       block_order());
+	       len / PAGE, threads, ncpu, cal, ns / (double)(len / PAGE),
+	       mapped, missing, block_order());
 	munmap(p, len);
 	close(fd);
 	return 0;
