@@ -37,7 +37,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <stdbool.h>
+#include <elf.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,97 +211,87 @@ static long vmstat(const char *name)
 }
 
 /*
- * The direct map as the kernel page-table dump shows it: the present ranges
- * of the "Low Kernel Mapping" section, sorted, and where that section starts
- * (the address of page frame 0).
+ * The direct map as /proc/kcore shows it: its RAM segments give, for a
+ * physical address, the file offset of the direct-map alias.  Reading an
+ * alias that is not mapped gives zeros (the read uses
+ * copy_from_kernel_nofault()); a mapped one gives the page's contents.
  */
-struct dmap {
-	unsigned long base;
-	size_t n, cap;
-	unsigned long (*r)[2];
+struct kcore {
+	int fd;
+	size_t n;
+	Elf64_Phdr ph[256];
 };
 
-static int dmap_line(struct dmap *d, const char *line)
+static int kcore_open(struct kcore *k)
 {
-	char lvl[16], rest[256];
-	unsigned long a, b;
-	int k;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
 
-	k = sscanf(line, "0x%lx-0x%lx %*s %15s %255[^\n]", &a, &b, lvl, rest);
-	if (k < 3)
-		return 0;
-	if (!d->base)
-		d->base = a;
-	if (k < 4)	/* only the level name: not present */
-		return 0;
-	if (d->n == d->cap) {
-		d->cap = d->cap ? 2 * d->cap : 4096;
-		d->r = realloc(d->r, d->cap * sizeof(*d->r));
-		if (!d->r)
-			return -1;
-	}
-	d->r[d->n][0] = a;
-	d->r[d->n][1] = b;
-	d->n++;
-	return 0;
-}
-
-static int dmap_read(struct dmap *d)
-{
-	FILE *f = fopen("/sys/kernel/debug/page_tables/kernel", "r");
-	char line[512];
-	int in = 0;
-
-	memset(d, 0, sizeof(*d));
-	if (!f)
+	k->n = 0;
+	k->fd = open("/proc/kcore", O_RDONLY);
+	if (k->fd < 0 || pread(k->fd, &eh, sizeof(eh), 0) != sizeof(eh))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "---[", 4) == 0) {
-			in = strstr(line, "Low Kernel Mapping") != NULL;
-			continue;
-		}
-		if (in && dmap_line(d, line) != 0)
-			break;
+	for (int i = 0; i < eh.e_phnum && k->n < 256; i++) {
+		if (pread(k->fd, &ph, sizeof(ph),
+			  (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+		    sizeof(ph))
+			return -1;
+		/* RAM: a physical address, and not the kernel text alias. */
+		if (ph.p_type == PT_LOAD && ph.p_paddr != (Elf64_Addr)-1 &&
+		    ph.p_vaddr < 0xffffffff80000000UL)
+			k->ph[k->n++] = ph;
 	}
-	fclose(f);
-	return d->base ? 0 : -1;
-}
-
-static int dmap_present(const struct dmap *d, unsigned long addr)
-{
-	size_t lo = 0, hi = d->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (addr < d->r[mid][0])
-			hi = mid;
-		else if (addr >= d->r[mid][1])
-			lo = mid + 1;
-		else
-			return 1;
-	}
-	return 0;
+	return k->n ? 0 : -1;
 }
 
 /*
- * How many pages of [p, p + len) are reachable through the direct map, from
- * their frame numbers (/proc/self/pagemap) and the page-table dump; -1 if
- * either cannot be read.  *missing counts pages pagemap did not resolve.
+ * 1 if @len bytes at @user (not all zero) read back the same through the
+ * direct-map alias of physical address @phys, 0 if they read zero, -1 if
+ * that cannot be told.
+ */
+static int kcore_same(const struct kcore *k, uint64_t phys, const char *user,
+		      size_t len)
+{
+	char buf[64];
+
+	for (size_t i = 0; i < k->n; i++) {
+		const Elf64_Phdr *ph = &k->ph[i];
+
+		if (phys < ph->p_paddr || phys + len > ph->p_paddr + ph->p_memsz)
+			continue;
+		if (pread(k->fd, buf, len,
+			  (off_t)(ph->p_offset + (phys - ph->p_paddr))) !=
+		    (ssize_t)len)
+			return -1;
+		if (memcmp(buf, user, len) == 0)
+			return 1;
+		return all_zero(buf, len) ? 0 : -1;
+	}
+	return -1;
+}
+
+/*
+ * How many pages of [p, p + len) the kernel can still read through the direct
+ * map, from their frame numbers (/proc/self/pagemap) and /proc/kcore; -1 if
+ * either cannot be read.  *missing counts pages that could not be judged (no
+ * frame number, zero contents, no RAM segment).
  */
 static long dmap_mapped(const char *p, size_t len, long *missing)
 {
 	size_t pages = len / PAGE;
+	const size_t cmp = 16;
 	uint64_t *pm = malloc(pages * sizeof(*pm));
 	int fd = open("/proc/self/pagemap", O_RDONLY);
-	struct dmap d;
+	struct kcore k = { .fd = -1 };
 	long mapped = 0;
 
 	*missing = 0;
-	if (!pm || fd < 0 || dmap_read(&d) != 0) {
+	if (!pm || fd < 0 || kcore_open(&k) != 0) {
 		free(pm);
 		if (fd >= 0)
 			close(fd);
+		if (k.fd >= 0)
+			close(k.fd);
 		return -1;
 	}
 	if (pread(fd, pm, pages * sizeof(*pm),
@@ -310,15 +300,19 @@ static long dmap_mapped(const char *p, size_t len, long *missing)
 		mapped = -1;
 	for (size_t i = 0; mapped >= 0 && i < pages; i++) {
 		uint64_t pfn = pm[i] & ((1ULL << 55) - 1);
+		const char *u = p + i * PAGE;
+		int r = -1;
 
-		if (!(pm[i] >> 63) || !pfn)
+		if ((pm[i] >> 63) && pfn && !all_zero(u, cmp))
+			r = kcore_same(&k, pfn * PAGE, u, cmp);
+		if (r < 0)
 			(*missing)++;
-		else if (dmap_present(&d, d.base + pfn * PAGE))
-			mapped++;
+		else
+			mapped += r;
 	}
 	close(fd);
+	close(k.fd);
 	free(pm);
-	free(d.r);
 	return mapped;
 }
 
@@ -330,7 +324,7 @@ static void check_dmap_absent(const char *name, const char *p, size_t len)
 	report(mapped == 0 && missing == 0, name,
 	       "%ld of %zu pages in the direct map, %ld without a frame number%s",
 	       mapped, len / PAGE, missing,
-	       mapped < 0 ? " (pagemap or page_tables unreadable)" : "");
+	       mapped < 0 ? " (pagemap or /proc/kcore unreadable)" : "");
 }
 
 static void check_available(void)
@@ -491,6 +485,7 @@ static void check_recycled_zero(void)
 	report(p && all_zero(p, len), "recycled-zero",
 	       "8 MiB mapped after 8 MiB were filled and freed is not zero");
 	if (p) {
+		fill(p, len, 78);
 		check_dmap_absent("recycled-dmap-absent", p, len);
 		munmap(p, len);
 	}
@@ -890,15 +885,24 @@ static int churn(long n)
 
 /*
  * @n times, as uid 65534 with RLIMIT_MEMLOCK=0: a new secret file, a touch
- * that must raise SIGBUS, closed.  The charge fails before any page is taken,
- * so no flush may happen.
+ * that must raise SIGBUS, closed.  The charge fails before any page is
+ * taken, so nothing may be flushed: CAL is counted in the child, which is
+ * forked on CPU 0 and stays there, so that its own munmap()s interrupt no
+ * other CPU.
  */
 static int memlock0(long n)
 {
-	long cal0 = irq_count("CAL"), sigbus = 0;
-	pid_t pid = fork();
-	int status;
+	int pfd[2], status;
+	long res[2] = { -1, -1 };
+	cpu_set_t all;
+	pid_t pid;
 
+	/* An empty store: taking a page before the charge would mean a flush. */
+	if (pipe(pfd) != 0 || sched_getaffinity(0, sizeof(all), &all) != 0 ||
+	    !drop_caches())
+		return 1;
+	pin(0);
+	pid = fork();
 	if (pid == 0) {
 		struct rlimit rl = { 0, 0 };
 		volatile long buses = 0;
@@ -908,6 +912,8 @@ static int memlock0(long n)
 		    setresuid(65534, 65534, 65534) != 0)
 			_exit(255);
 		signal(SIGBUS, on_sigbus);
+		long cal0 = irq_count("CAL");
+
 		for (long i = 0; i < n; i++) {
 			int fd;
 			char *p = secret_map(PAGE, &fd);
@@ -921,13 +927,18 @@ static int memlock0(long n)
 			munmap(p, PAGE);
 			close(fd);
 		}
-		_exit(buses == n ? 0 : 1);
+		res[0] = irq_count("CAL") - cal0;
+		res[1] = buses == n;
+		_exit(write(pfd[1], res, sizeof(res)) == sizeof(res) ? 0 : 1);
 	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return 1;
-	sigbus = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	printf(TAG "MEMLOCK0 n=%ld cal=%ld all_sigbus=%ld\n", n,
-	       irq_count("CAL") - cal0, sigbus);
+	close(pfd[1]);
+	if (pid < 0 || read(pfd[0], res, sizeof(res)) != sizeof(res) ||
+	    waitpid(pid, &status, 0) != pid)
+		res[1] = 0;
+	close(pfd[0]);
+	sched_setaffinity(0, sizeof(all), &all);
+	printf(TAG "MEMLOCK0 n=%ld cal=%ld all_sigbus=%ld\n", n, res[0],
+	       res[1]);
 	return 0;
 }
 

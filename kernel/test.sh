@@ -278,7 +278,9 @@ if [ "$churn" -gt 0 ]; then
 	row "churn: ns per file" churn - 2
 	row "churn: CAL per $churn files" churn - 3
 fi
-[ "$memlock0" -gt 0 ] && row "memlock0: CAL per $memlock0" memlock0 - 2
+if [ "$memlock0" -gt 0 ]; then
+	row "memlock0: CAL per $memlock0" memlock0 - 2
+fi
 if [ "$dmapmib" -gt 0 ]; then
 	row "DirectMap4k kB, before" dmap before 1
 	row "DirectMap4k kB, after ${dmapmib}M" dmap after 1
@@ -352,10 +354,14 @@ for n in $names; do
 			fail "kernel/$n/flat-in-threads-t$t" "CAL $ct with $t threads vs $c1 with $t1"
 		fi
 	done
+	# RLIMIT_MEMLOCK=0: every touch refused before any page is taken.
+	# The store was emptied by the measurements' drop_caches, so a kernel
+	# that took a page before charging would refill once: one flush,
+	# cpus - 1 interrupts.  The pinned child's loop must show fewer.
 	if [ "$memlock0" -gt 0 ]; then
 		m=$(med "$n" memlock0 - 2)
 		sb=$(med "$n" memlock0 - 3)
-		if [ "$sb" = 1 ] && [ "$m" != - ] && [ "$m" -le 10 ]; then
+		if [ "$sb" = 1 ] && [ "$m" != - ] && [ "$m" -lt $((smp - 1)) ]; then
 			pass "kernel/$n/memlock0-no-flush"
 		else
 			fail "kernel/$n/memlock0-no-flush" "CAL $m over $memlock0 refused touches (all SIGBUS: $sb)"
