@@ -7,7 +7,7 @@
 #      $XPFO_KERNEL_CACHE, default /var/cache/xpfo-kernel) and checks that
 #      the series adds no W=1 warning;
 #   3. kernel/test.sh boots both in QEMU (-smp 4, one boot each): functional
-#      checks, the direct-map absence check, the flush measurement on 16 MiB
+#      checks, the direct-map absence check, the flush measurement on 32 MiB
 #      with 1 and 4 faulting threads (lower and upper bounds, flat in the
 #      thread count), small-file churn, the RLIMIT_MEMLOCK=0 loop, the split
 #      counters after 128 MiB of secret churn, and the extra static test

@@ -17,7 +17,7 @@
 #   --boots N    boots per configuration (default 1), interleaved
 #   --smp N      virtual CPUs (default 4)
 #   --threads L  faulting-thread counts, one measurement each (default "1 4")
-#   --mib M      secret region per measurement (default 16)
+#   --mib M      secret region per measurement (default 32)
 #   --churn N    small-file churn iterations (default 2000; 0 = none)
 #   --memlock0 N RLIMIT_MEMLOCK=0 iterations (default 500; 0 = none)
 #   --dmap-mib M secret churn before the split counters are read (default
@@ -39,7 +39,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 kdir=$(kernel_dir)
 configs="base patched"
-boots=1 smp=4 threads="1 4" mib=16 churn=2000 memlock0=500 dmapmib=128
+boots=1 smp=4 threads="1 4" mib=32 churn=2000 memlock0=500 dmapmib=128
 mem=512M extra= keep= check=1
 
 while [ $# -gt 0 ]; do
