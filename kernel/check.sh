@@ -2,13 +2,17 @@
 # kernel/check.sh: what `make check-kernel` runs.
 #
 #   1. the series applies with `git apply --check` to a pristine
-#      linux-source-6.1 tree, and scripts/checkpatch.pl --strict is clean;
+#      linux-source-6.12 tree, and scripts/checkpatch.pl --strict is clean;
 #   2. kernel/build.sh builds the base and patched kernels (cached in
 #      $XPFO_KERNEL_CACHE, default /var/cache/xpfo-kernel) and checks that
 #      the series adds no W=1 warning;
-#   3. kernel/test.sh boots both in QEMU: functional checks, the flush
-#      measurement, and the extra static test binaries (kernel/extra/*.c,
-#      built here, plus every executable in $XPFO_KERNEL_EXTRA if set).
+#   3. kernel/test.sh boots both in QEMU (-smp 4, one boot each): functional
+#      checks, the direct-map absence check, the flush measurement on 32 MiB
+#      with 1 and 4 faulting threads (lower and upper bounds, flat in the
+#      thread count), small-file churn, the RLIMIT_MEMLOCK=0 loop, the split
+#      counters after 128 MiB of secret churn, and the extra static test
+#      binaries (kernel/extra/*.c, built here, plus every executable in
+#      $XPFO_KERNEL_EXTRA if set).  Times are judged by make bench-kernel.
 #
 # One "PASS: name" / "FAIL: name" / "SKIP: name" line per check; exit 1 if
 # any check failed.  Extra arguments go to kernel/test.sh (e.g. --boots 5).
@@ -18,6 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 cache=$(kernel_cache)
 export XPFO_KERNEL_CACHE="$cache"
+kdir=$(kernel_dir)
 status=0
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1${2:+ ($2)}"; status=1; }
@@ -40,7 +45,7 @@ else
 fi
 t_build=$(stamp)
 
-pristine=$cache/src/base
+pristine=$kdir/src/base
 if ! command -v git >/dev/null 2>&1; then
 	fail kernel/git-apply-check "git not found"
 else

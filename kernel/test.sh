@@ -1,75 +1,80 @@
 #!/bin/sh
-# kernel/test.sh: boot the base and the patched kernel (from kernel/build.sh)
-# in QEMU and run kernel/ktest.c inside: the memfd_secret functional checks
-# and the 64 MiB direct-map flush measurement, then print base vs patched.
+# kernel/test.sh: boot kernels from kernel/build.sh in QEMU and run
+# kernel/ktest.c inside: the memfd_secret functional checks, the flush
+# measurement with several faulting threads, the direct-map absence check,
+# small-file churn, the RLIMIT_MEMLOCK=0 loop and the direct-map split
+# counters; then print the configurations side by side and judge the claims.
 #
-# Usage: kernel/test.sh [--boots N] [--mib M] [--rounds R] [--extra DIR]
-#                       [--also-batch B]... [--keep-logs DIR]
+# Usage: kernel/test.sh [--configs "base patched"] [--boots N] [--smp N]
+#                       [--threads "1 4"] [--mib M] [--churn N]
+#                       [--memlock0 N] [--dmap-mib M] [--mem SIZE]
+#                       [--extra DIR] [--keep-logs DIR] [--no-check]
 #
-#   --boots N    boots per configuration for the measurement (default 3);
-#                the configurations are base, patched (default batch) and
-#                patched with secretmem.batch=1
-#   --mib M      size of the secret region touched per round (default 64)
-#   --rounds R   touches per boot (default 2: round 1 is the first touch
-#                after boot, which also splits the direct map's large pages;
-#                rounds >= 2 find it split)
-#   --extra DIR  every executable file in DIR (statically linked) is copied
-#                into the initramfs and run in the first boot of each
-#                configuration; exit 0 = PASS, 77 = SKIP, else FAIL
-#   --also-batch B   also measure the patched kernel with secretmem.batch=B
-#                (a column of the table; no pass/fail claim)
-#   --keep-logs DIR  keep the guests' console logs in DIR
+#   --configs    kernels to boot: base, patched, noflush (the series with the
+#                block flush deleted), debug, or patched:ARGS (the patched
+#                kernel with extra boot arguments, e.g.
+#                patched:secretmem.block_order=5)
+#   --boots N    boots per configuration (default 1), interleaved
+#   --smp N      virtual CPUs (default 4)
+#   --threads L  faulting-thread counts, one measurement each (default "1 4")
+#   --mib M      secret region per measurement (default 32)
+#   --churn N    small-file churn iterations (default 2000; 0 = none)
+#   --memlock0 N RLIMIT_MEMLOCK=0 iterations (default 500; 0 = none)
+#   --dmap-mib M secret churn before the split counters are read (default
+#                128, in 64 MiB files; 0 = none)
+#   --extra DIR  every executable in DIR (static) is run in the first boot of
+#                each configuration; exit 0 = PASS, 77 = SKIP, else FAIL
+#   --no-check   skip the functional checks
 #
-# XPFO_KERNEL_QEMU_ARGS adds options to every QEMU command line.
-#
-# Output: one automake-style line per check ("PASS: name", "FAIL: name",
-# "SKIP: name"), the side-by-side table, and exit status 1 if any check
-# failed.  The kernels come from $XPFO_KERNEL_CACHE (default
-# /var/cache/xpfo-kernel); run kernel/build.sh first.  Each boot is limited
-# to $XPFO_KERNEL_BOOT_TIMEOUT seconds (default 300).
+# Time claims (fault time, churn time) are judged only with --boots 5 or more
+# (make bench-kernel); below that the times are printed, not judged.
+# Output: "PASS: name" / "FAIL: name" lines, the table, exit 1 on any FAIL.
+# Each boot is limited to $XPFO_KERNEL_BOOT_TIMEOUT seconds (default 600);
+# XPFO_KERNEL_QEMU_ARGS adds QEMU options.
 set -eu
 
 die() { echo "kernel/test.sh: error: $*" >&2; exit 99; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-cache=$(kernel_cache)
-boots=3
-mib=64
-rounds=2
-extra=
-keep=
-also=
+kdir=$(kernel_dir)
+configs="base patched"
+boots=1 smp=4 threads="1 4" mib=32 churn=2000 memlock0=500 dmapmib=128
+mem=512M extra= keep= check=1
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--boots|--mib|--rounds|--extra|--keep-logs|--also-batch)
-		[ $# -ge 2 ] || die "$1 needs an argument"
-		case $1 in
-		--boots) boots=$2 ;; --mib) mib=$2 ;; --rounds) rounds=$2 ;;
-		--extra) extra=$2 ;; --keep-logs) keep=$2 ;;
-		--also-batch)
-			case $2 in ''|*[!0-9]*|0) die "bad batch: '$2'" ;; esac
-			also="$also batch$2" ;;
-		esac
-		shift 2 ;;
+	--no-check) check=0; shift; continue ;;
 	-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+	esac
+	[ $# -ge 2 ] || die "$1 needs an argument (see --help)"
+	case $1 in
+	--configs) configs=$2 ;; --boots) boots=$2 ;; --smp) smp=$2 ;;
+	--threads) threads=$2 ;; --mib) mib=$2 ;; --churn) churn=$2 ;;
+	--memlock0) memlock0=$2 ;; --dmap-mib) dmapmib=$2 ;; --mem) mem=$2 ;;
+	--extra) extra=$2 ;; --keep-logs) keep=$2 ;;
 	*) die "unknown argument: $1 (see --help)" ;;
 	esac
+	shift 2
 done
-for v in "$boots" "$mib" "$rounds"; do
+for v in "$boots" "$smp" "$mib" $threads; do
 	case $v in ''|*[!0-9]*|0) die "bad number: '$v'" ;; esac
+done
+for v in "$churn" "$memlock0" "$dmapmib"; do
+	case $v in ''|*[!0-9]*) die "bad number: '$v'" ;; esac
 done
 [ -z "$extra" ] || [ -d "$extra" ] || die "--extra: no directory $extra"
 
-for k in base patched; do
-	[ -r "$cache/bzImage-$k" ] ||
-		die "$cache/bzImage-$k missing: run kernel/build.sh first"
+kernel_of() { echo "${1%%:*}"; }
+args_of() { case $1 in *:*) echo "${1#*:}" ;; esac; }
+for c in $configs; do
+	k=$(kernel_of "$c")
+	[ -r "$kdir/bzImage-$k" ] ||
+		die "$kdir/bzImage-$k missing: run kernel/build.sh --variant $k"
 done
 for tool in qemu-system-x86_64 cpio gzip gcc readelf timeout; do
 	command -v $tool >/dev/null 2>&1 || die "$tool not found"
 done
-# is_static FILE: an ELF file without a program interpreter.
 is_static() {
 	readelf -h "$1" >/dev/null 2>&1 && ! readelf -l "$1" 2>/dev/null | grep -q INTERP
 }
@@ -80,11 +85,9 @@ is_static "$busybox" ||
 work=$(mktemp -d "${TMPDIR:-/tmp}/xpfo-ktest.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 
-# The guest program.
 gcc -O2 -Wall -Wextra -static -pthread -o "$work/ktest" "$here/ktest.c" ||
 	die "cannot build kernel/ktest.c statically (libc6-dev has libc.a)"
 
-# The initramfs: busybox, ktest, the extra tests, and /init.
 root=$work/root
 mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" \
 	"$root/extra"
@@ -93,9 +96,7 @@ cp "$work/ktest" "$root/ktest"
 if [ -n "$extra" ]; then
 	for f in "$extra"/*; do
 		[ -f "$f" ] && [ -x "$f" ] || continue
-		if ! is_static "$f"; then
-			die "--extra: $f is not statically linked"
-		fi
+		is_static "$f" || die "--extra: $f is not statically linked"
 		cp "$f" "$root/extra/"
 	done
 fi
@@ -106,16 +107,22 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug
 arg() { sed -n "s/.*xpfo\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 T="XPFO-KTEST:"
 echo "$T BOOT $(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo)"
 dmesg | grep -i secretmem | sed "s/^/$T DMESG /"
+# First, on the fresh boot: the direct map's splits after secret churn.
+[ "$(arg dmap)" -gt 0 ] && /ktest dmap "$(arg dmap)" 64
 if [ "$(arg check)" = 1 ]; then
 	/ktest check
 	echo "$T EXIT check $?"
 fi
-/ktest measure "$(arg mib)" "$(arg rounds)"
-echo "$T EXIT measure $?"
+for t in $(arg threads | tr , ' '); do
+	/ktest measure "$(arg mib)" "$t" || echo "$T EXIT measure $?"
+done
+[ "$(arg churn)" -gt 0 ] && /ktest churn "$(arg churn)"
+[ "$(arg memlock0)" -gt 0 ] && /ktest memlock0 "$(arg memlock0)"
 if [ "$(arg extra)" = 1 ]; then
 	for f in /extra/*; do
 		[ -x "$f" ] || continue
@@ -125,82 +132,90 @@ if [ "$(arg extra)" = 1 ]; then
 		echo "$T EXTRA ${f##*/} $rc"
 	done
 fi
+dmesg | grep -E 'BUG:|WARNING:|Oops|Call Trace|Bad page|INFO: possible' |
+	sed "s/^/$T SPLAT /"
 echo "$T DONE"
 reboot -f
 EOF
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
 
-# boot NAME KERNEL APPEND: one QEMU boot, console into $work/NAME.log.
+# boot NAME KERNEL APPEND: one QEMU boot, console into $work/NAME.log.txt.
 boot() {
 	log=$work/$1.log
 	# shellcheck disable=SC2086 # XPFO_KERNEL_QEMU_ARGS is a list
-	timeout "${XPFO_KERNEL_BOOT_TIMEOUT:-300}" qemu-system-x86_64 -cpu max -m 512M \
-		${XPFO_KERNEL_QEMU_ARGS:-} \
-		-smp 2,sockets=2,cores=1,threads=1 \
-		-kernel "$cache/bzImage-$2" -initrd "$work/initrd.gz" \
+	timeout "${XPFO_KERNEL_BOOT_TIMEOUT:-600}" qemu-system-x86_64 -cpu max \
+		-m "$mem" ${XPFO_KERNEL_QEMU_ARGS:-} \
+		-smp "$smp,sockets=$smp,cores=1,threads=1" \
+		-kernel "$kdir/bzImage-$2" -initrd "$work/initrd.gz" \
 		-append "console=ttyS0 loglevel=4 panic=-1 secretmem.enable=1 $3" \
 		-display none -monitor none -serial "file:$log" -no-reboot \
 		</dev/null >"$log.qemu" 2>&1 ||
 		echo "XPFO-KTEST: QEMU-STATUS $? $(cat "$log.qemu")" >>"$log"
 	tr -d '\r' <"$log" >"$log.txt"
 }
-
-configs="base patched batch1$also"
-kernel_of() { case $1 in base) echo base ;; *) echo patched ;; esac; }
-cmdline_of() { case $1 in batch*) echo "secretmem.batch=${1#batch}" ;; esac; }
+name_of() { echo "$1" | tr ':=,' '_.-'; }
 
 status=0
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1${2:+ ($2)}"; status=1; }
 
-# Boots are interleaved (base, patched, batch1, base, ...) so that a change
-# in the host's load affects every configuration alike.
 start=$(date +%s)
+tlist=$(echo $threads | tr ' ' ,)
 i=1
 while [ $i -le "$boots" ]; do
 	first=0
 	[ $i = 1 ] && first=1
-	for cfg in $configs; do
-		boot "$cfg-$i" "$(kernel_of $cfg)" \
-			"$(cmdline_of $cfg) xpfo.check=$first xpfo.extra=$first xpfo.mib=$mib xpfo.rounds=$rounds"
+	for c in $configs; do
+		boot "$(name_of "$c")-$i" "$(kernel_of "$c")" \
+			"$(args_of "$c") xpfo.check=$((first * check)) xpfo.extra=$first xpfo.mib=$mib xpfo.threads=$tlist xpfo.churn=$churn xpfo.memlock0=$memlock0 xpfo.dmap=$dmapmib"
 	done
 	i=$((i + 1))
 done
 elapsed=$(($(date +%s) - start))
-
 [ -z "$keep" ] || { mkdir -p "$keep" && cp "$work"/*.log.txt "$keep"/; }
 
-# Functional checks: from the first boot of each configuration.
-for cfg in $configs; do
-	log=$work/$cfg-1.log.txt
-	if ! grep -q '^XPFO-KTEST: DONE' "$log"; then
-		fail "kernel/$cfg/boot" "no DONE marker; console tail:"
-		tail -20 "$log" | sed 's/^/    /'
-		continue
+# Per configuration: boot, functional checks, extras, splats.
+for c in $configs; do
+	n=$(name_of "$c")
+	for log in "$work/$n"-*.log.txt; do
+		b=${log##*-}; b=${b%.log.txt}
+		if ! grep -q '^XPFO-KTEST: DONE' "$log"; then
+			fail "kernel/$n/boot$b" "no DONE marker; console tail:"
+			tail -20 "$log" | sed 's/^/    /'
+			continue
+		fi
+		if grep -q '^XPFO-KTEST: SPLAT ' "$log"; then
+			fail "kernel/$n/no-splat$b" "the kernel log has:"
+			grep '^XPFO-KTEST: SPLAT ' "$log" | head -20 | sed 's/^/    /'
+		fi
+	done
+	log=$work/$n-1.log.txt
+	grep -q '^XPFO-KTEST: DONE' "$log" || continue
+	pass "kernel/$n/boot"
+	grep -q '^XPFO-KTEST: SPLAT ' "$log" || pass "kernel/$n/no-splat"
+	if [ "$(kernel_of "$c")" != base ]; then
+		if grep -q 'secretmem: removing pages from the direct map in blocks' "$log"; then
+			pass "kernel/$n/patch-active"
+		else
+			fail "kernel/$n/patch-active" "the kernel did not announce its block size"
+		fi
 	fi
-	pass "kernel/$cfg/boot"
-	if [ "$cfg" != base ] &&
-	   ! grep -q 'secretmem: removing pages from the direct map' "$log"; then
-		fail "kernel/$cfg/patch-active" "the patched kernel did not announce its batch size"
-	elif [ "$cfg" != base ]; then
-		pass "kernel/$cfg/patch-active"
-	fi
-	n=$(grep -c '^XPFO-KTEST: \(PASS\|FAIL\) ' "$log" || true)
-	[ "$n" -ge 10 ] || fail "kernel/$cfg/check-count" "only $n functional checks reported"
-	grep '^XPFO-KTEST: \(PASS\|FAIL\) ' "$log" | grep -v ' measure' |
+	[ $check = 1 ] || continue
+	cnt=$(grep -c '^XPFO-KTEST: \(PASS\|FAIL\) ' "$log" || true)
+	[ "$cnt" -ge 14 ] || fail "kernel/$n/check-count" "only $cnt functional checks reported"
+	grep '^XPFO-KTEST: \(PASS\|FAIL\) ' "$log" |
 	while read -r _ verdict name rest; do
-		name=${name%:}
-		echo "$verdict: kernel/$cfg/$name${rest:+ ($rest)}"
+		echo "$verdict: kernel/$n/${name%:}${rest:+ ($rest)}"
 	done
 	grep -q '^XPFO-KTEST: FAIL ' "$log" && status=1
 	grep -q '^XPFO-KTEST: EXIT check 0' "$log" ||
-		fail "kernel/$cfg/check-exit" "ktest check did not exit 0"
+		fail "kernel/$n/check-exit" "ktest check did not exit 0"
 	grep '^XPFO-KTEST: EXTRA ' "$log" | while read -r _ _ name rc; do
 		case $rc in
-		0) echo "PASS: kernel/$cfg/extra/$name" ;;
-		77) echo "SKIP: kernel/$cfg/extra/$name" ;;
-		*) echo "FAIL: kernel/$cfg/extra/$name (exit $rc)"
+		0) echo "PASS: kernel/$n/extra/$name" ;;
+		77) echo "SKIP: kernel/$n/extra/$name" ;;
+		*) echo "FAIL: kernel/$n/extra/$name (exit $rc)"
 		   grep "^XPFO-KTEST: OUT $name: " "$log" | tail -20 |
 			sed 's/^XPFO-KTEST: OUT /    /' ;;
 		esac
@@ -210,118 +225,181 @@ for cfg in $configs; do
 		want=$(find "$root/extra" -type f | wc -l)
 		got=$(grep -c '^XPFO-KTEST: EXTRA ' "$log" || true)
 		[ "$want" = "$got" ] ||
-			fail "kernel/$cfg/extra-count" "$got of $want extra tests reported"
+			fail "kernel/$n/extra-count" "$got of $want extra tests reported"
 	fi
 done
 
-# Measurements: one row per boot and round.
-: >"$work/rows"
-for cfg in $configs; do
-	for log in "$work/$cfg"-*.log.txt; do
-		sed -n 's/^XPFO-KTEST: MEASURE round=\([0-9]*\) pages=\([0-9]*\) cal=\([0-9-]*\) tlb=\([0-9-]*\) ns_per_fault=\([0-9.]*\).*/\1 \3 \4 \5/p' \
-			"$log" | while read -r r cal tlb ns; do
-			echo "$cfg $r $cal $tlb $ns"
-		done >>"$work/rows"
-	done
+# Rows: "config kind key values..." from every boot.
+rows=$work/rows
+: >"$rows"
+for c in $configs; do
+	n=$(name_of "$c")
+	for log in "$work/$n"-*.log.txt; do
+		sed -n 's/^XPFO-KTEST: MEASURE pages=\([0-9]*\) threads=\([0-9]*\) cpus=\([0-9]*\) cal=\([0-9-]*\) ns_per_fault=\([0-9.]*\) dmap_mapped=\([0-9-]*\) dmap_missing=\([0-9-]*\) order=\([0-9-]*\).*/measure t\2 \1 \3 \4 \5 \6 \7 \8/p;
+			s/^XPFO-KTEST: CHURN n=\([0-9]*\) ns_per_file=\([0-9.]*\) cal=\([0-9-]*\).*/churn - \1 \2 \3/p;
+			s/^XPFO-KTEST: MEMLOCK0 n=\([0-9]*\) cal=\([0-9-]*\) all_sigbus=\([0-9]*\).*/memlock0 - \1 \2 \3/p;
+			s/^XPFO-KTEST: DMAP \([a-z]*\) 4k=\([0-9-]*\) 2M=\([0-9-]*\) 1G=\([0-9-]*\) l2_splits=\([0-9-]*\) l3_splits=\([0-9-]*\).*/dmap \1 \2 \3 \4 \5 \6/p' \
+			"$log" | sed "s/^/$n /"
+	done >>"$rows"
 done
-want=$(( $(echo $configs | wc -w) * boots * rounds ))
-got=$(wc -l <"$work/rows")
-if [ "$got" != "$want" ]; then
-	fail "kernel/measure-complete" "$got of $want measurements reported"
-else
-	pass "kernel/measure-complete"
-fi
 
-# stats CFG PHASE COLUMN: "median min max n" of a column (3 cal, 4 tlb,
-# 5 ns) over the rows of a configuration; PHASE "first" is round 1, "later"
-# rounds >= 2.
-stats() {
-	awk -v c="$1" -v ph="$2" -v col="$3" '
-		$1 == c && ((ph == "first") == ($2 == 1)) { v[n++] = $col }
+# kstat CONFIG KIND KEY COLUMN: "median min max n" of a column (1-based,
+# counting from the first value after KEY).
+kstat() {
+	awk -v c="$1" -v k="$2" -v key="$3" -v col="$4" '
+		$1 == c && $2 == k && $3 == key { v[n++] = $(3 + col) }
 		END {
 			if (!n) { print "- - - 0"; exit }
 			for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
-				if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+				if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
 			m = n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2
 			print m, v[0], v[n - 1], n
-		}' "$work/rows"
+		}' "$rows"
 }
+med() { set -- $(kstat "$@"); echo "$1"; }
+cell() { set -- $(kstat "$@"); [ "$1" = - ] && echo - || echo "$1 [$2-$3]"; }
 
+names=
+for c in $configs; do names="$names $(name_of "$c")"; done
 echo
-echo "memfd_secret: ${mib} MiB touched page by page, busy thread on the other CPU"
-echo "QEMU TCG, -smp 2; median [min-max] over $boots boot(s); $elapsed s for all boots"
-phases=first
-[ "$rounds" -ge 2 ] && phases="first later"
-for ph in $phases; do
-	case $ph in
-	first) echo "-- round 1 (first touch after boot, includes direct-map splits)" ;;
-	later) echo "-- rounds 2..$rounds (direct map already split)" ;;
-	esac
-	printf '%-10s' ""
-	for cfg in $configs; do
-		case $cfg in
-		patched) printf ' %-24s' "patched (default batch)" ;;
-		batch*) printf ' %-24s' "patched batch=${cfg#batch}" ;;
-		*) printf ' %-24s' "$cfg" ;;
-		esac
-	done
+echo "QEMU TCG, -smp $smp, $mem; median [min-max] over $boots boot(s) per configuration; $elapsed s of boots"
+printf '%-28s' ""; for n in $names; do printf ' %-26s' "$n"; done; echo
+row() {	# LABEL KIND KEY COLUMN
+	printf '%-28s' "$1"
+	for n in $names; do printf ' %-26s' "$(cell "$n" "$2" "$3" "$4")"; done
 	echo
-	for col in 3:CAL 4:TLB 5:ns/fault; do
-		printf '%-10s' "${col#*:}"
-		for cfg in $configs; do
-			set -- $(stats $cfg $ph ${col%%:*})
-			printf ' %-24s' "$1 [$2-$3]"
-		done
-		echo
-	done
+}
+for t in $threads; do
+	row "CAL, $mib MiB, $t thread(s)" measure "t$t" 3
+	row "ns/fault, $t thread(s)" measure "t$t" 4
+	row "pages in direct map, t=$t" measure "t$t" 5
 done
+if [ "$churn" -gt 0 ]; then
+	row "churn: ns per file" churn - 2
+	row "churn: CAL per $churn files" churn - 3
+fi
+if [ "$memlock0" -gt 0 ]; then
+	row "memlock0: CAL per $memlock0" memlock0 - 2
+fi
+if [ "$dmapmib" -gt 0 ]; then
+	row "DirectMap4k kB, before" dmap before 1
+	row "DirectMap4k kB, after ${dmapmib}M" dmap after 1
+	row "DirectMap2M kB, after" dmap after 2
+	row "level2 splits, before" dmap before 4
+	row "level2 splits, after" dmap after 4
+	row "level3 splits, after" dmap after 5
+fi
 echo
 
-# The claims of the issue, on the rounds after the first when there are any.
-ph=first
-[ "$rounds" -ge 2 ] && ph=later
-set -- $(stats base $ph 3); base_cal=$1
-set -- $(stats patched $ph 3); pat_cal=$1
-set -- $(stats batch1 $ph 3); b1_cal=$1
-set -- $(stats base $ph 5); base_ns=$1
-set -- $(stats patched $ph 5); pat_ns=$1
-if [ "$base_cal" = - ] || [ "$pat_cal" = - ] || [ "$b1_cal" = - ]; then
-	fail "kernel/cal-ratio" "missing measurements"
-	fail "kernel/batch1-equals-base" "missing measurements"
-	fail "kernel/fault-time" "missing measurements"
-else
-	pages=$((mib * 256))
-	ratio=$(awk -v b="$base_cal" -v p="$pat_cal" 'BEGIN { printf "%.1f", p ? b / p : 1e9 }')
-	echo "CAL median ratio base/patched: ${ratio}x"
-	# The base kernel flushes once per page: it must show at least one
-	# interrupt per page, or the measurement did not measure anything.
-	if awk -v b="$base_cal" -v n="$pages" 'BEGIN { exit !(b >= n) }'; then
-		pass "kernel/base-one-ipi-per-page"
-	else
-		fail "kernel/base-one-ipi-per-page" "base CAL $base_cal < $pages pages"
+# The claims.  Every config: pages of a touched region are out of the direct
+# map.  Patched kernels: a lower bound (at least one flush per block) and,
+# against base, an upper bound and flat flushes per page in the thread count.
+awk '$2 == "measure" && ($8 != 0 || $9 != 0) { print $1, $3, $8, $9 }' "$rows" >"$work/dm-bad"
+for n in $names; do
+	if grep -q "^$n " "$work/dm-bad"; then
+		fail "kernel/$n/measure-dmap-absent" "$(grep "^$n " "$work/dm-bad" | head -3 | tr '\n' ';')"
+	elif grep -q "^$n measure " "$rows"; then
+		pass "kernel/$n/measure-dmap-absent"
 	fi
-	if awk -v r="$ratio" 'BEGIN { exit !(r >= 30) }'; then
-		pass "kernel/cal-ratio"
+done
+want=$(($(echo $configs | wc -w) * boots * $(echo $threads | wc -w)))
+got=$(grep -c ' measure ' "$rows" || true)
+if [ "$got" = "$want" ]; then pass kernel/measure-complete
+else fail kernel/measure-complete "$got of $want measurements reported"; fi
+
+pages=$((mib * 256))
+has_base=0
+case " $names " in *" base "*) has_base=1 ;; esac
+if [ $has_base = 1 ] && [ "$smp" -ge 2 ]; then
+	b1=$(med base measure "t$(echo $threads | cut -d' ' -f1)" 3)
+	if [ "$b1" != - ] && awk -v b="$b1" -v n=$pages 'BEGIN { exit !(b >= n) }'; then
+		pass kernel/base/one-ipi-per-page
 	else
-		fail "kernel/cal-ratio" "${ratio}x < 30x"
-	fi
-	# batch=1 must flush like the base kernel: medians within 2 %.
-	if awk -v b="$base_cal" -v o="$b1_cal" \
-		'BEGIN { d = b - o; if (d < 0) d = -d; exit !(d <= 0.02 * b) }'; then
-		pass "kernel/batch1-equals-base"
-	else
-		fail "kernel/batch1-equals-base" "base $base_cal vs batch=1 $b1_cal"
-	fi
-	tratio=$(awk -v b="$base_ns" -v p="$pat_ns" 'BEGIN { printf "%.2f", p ? b / p : 0 }')
-	echo "fault time median ratio base/patched: ${tratio}x"
-	# Emulated time is noisy (a 10x spread between boots on a loaded
-	# host): only claim anything from a median over 5 boots or more.
-	if [ "$boots" -lt 5 ]; then
-		echo "SKIP: kernel/fault-time (needs --boots 5 or more)"
-	elif awk -v r="$tratio" 'BEGIN { exit !(r > 1) }'; then
-		pass "kernel/fault-time"
-	else
-		fail "kernel/fault-time" "patched faults not faster (${tratio}x)"
+		fail kernel/base/one-ipi-per-page "base CAL $b1 < $pages pages: nothing was measured"
 	fi
 fi
+for n in $names; do
+	[ "$n" = base ] && continue
+	t1=$(echo $threads | cut -d' ' -f1)
+	c1=$(med "$n" measure "t$t1" 3)
+	for t in $threads; do
+		ct=$(med "$n" measure "t$t" 3)
+		order=$(med "$n" measure "t$t" 7)
+		[ "$ct" != - ] || continue
+		# Lower bound: one flush per block at least, each interrupting
+		# every other CPU (the block flushes are serialised).
+		lb=$(awk -v p=$pages -v o="$order" -v s="$smp" \
+			'BEGIN { printf "%d", p / 2 ^ o * (s - 1) }')
+		if [ "$ct" -ge "$lb" ]; then
+			pass "kernel/$n/lower-bound-t$t"
+		else
+			fail "kernel/$n/lower-bound-t$t" "CAL $ct < $lb = pages / block x (cpus - 1): a block flush is missing"
+		fi
+		# Upper bound, against base with one thread: base flushes once
+		# per page whatever the thread count (its interrupt count falls
+		# with more threads only because concurrent IPIs to a CPU
+		# coalesce), so its one-thread count is its flush cost.
+		if [ $has_base = 1 ] && [ "$order" -ge 9 ]; then
+			bt=$(med base measure "t$t1" 3)
+			r=$(awk -v b="$bt" -v p="$ct" 'BEGIN { printf "%.1f", p ? b / p : 1e9 }')
+			if awk -v r="$r" 'BEGIN { exit !(r >= 256) }'; then
+				pass "kernel/$n/cal-ratio-t$t"
+			else
+				fail "kernel/$n/cal-ratio-t$t" "base (1 thread)/patched ${r}x < 256x"
+			fi
+			echo "CAL ratio base (1 thread)/$n ($t thread(s)): ${r}x"
+		fi
+		[ "$t" = "$t1" ] && continue
+		# Flushes per page must not grow with the faulting threads.
+		# Slack: 25 %, plus the wake-ups of sleeping threads (a remote
+		# wake-up is a function-call interrupt too), 4 per thread.
+		if awk -v a="$c1" -v b="$ct" -v t="$t" \
+			'BEGIN { exit !(b <= 1.25 * a + 4 * t) }'; then
+			pass "kernel/$n/flat-in-threads-t$t"
+		else
+			fail "kernel/$n/flat-in-threads-t$t" "CAL $ct with $t threads vs $c1 with $t1"
+		fi
+	done
+	# RLIMIT_MEMLOCK=0: every touch refused before any page is taken.
+	# The store is emptied before each touch, so a kernel that took a
+	# page before charging would flush once per touch (cpus - 1
+	# interrupts each); allow one interrupt per four touches of noise.
+	if [ "$memlock0" -gt 0 ]; then
+		m=$(med "$n" memlock0 - 2)
+		sb=$(med "$n" memlock0 - 3)
+		if [ "$sb" = 1 ] && [ "$m" != - ] && [ $((m * 4)) -lt "$memlock0" ]; then
+			pass "kernel/$n/memlock0-no-flush"
+		else
+			fail "kernel/$n/memlock0-no-flush" "CAL $m over $memlock0 refused touches (all SIGBUS: $sb)"
+		fi
+	fi
+	if [ $has_base = 1 ] && [ "$dmapmib" -gt 0 ]; then
+		pb=$(med "$n" dmap before 4); pa=$(med "$n" dmap after 4)
+		bb=$(med base dmap before 4); ba=$(med base dmap after 4)
+		p4=$(med "$n" dmap after 1); b4=$(med base dmap after 1)
+		if [ "$pa" != - ] && [ "$ba" != - ] &&
+		   [ $((pa - pb)) -le $((ba - bb)) ] && [ "$p4" -le "$b4" ]; then
+			pass "kernel/$n/splits-at-most-base"
+		else
+			fail "kernel/$n/splits-at-most-base" "level2 splits +$((pa - pb)) vs base +$((ba - bb)); DirectMap4k $p4 vs $b4 kB"
+		fi
+	fi
+	# Times: judged only over 5 boots or more.
+	if [ $has_base = 1 ] && [ "$boots" -ge 5 ]; then
+		for t in $threads; do
+			bt=$(med base measure "t$t" 4); pt=$(med "$n" measure "t$t" 4)
+			r=$(awk -v b="$bt" -v p="$pt" 'BEGIN { printf "%.2f", p ? b / p : 0 }')
+			echo "fault time ratio base/$n, $t thread(s): ${r}x"
+			if awk -v r="$r" 'BEGIN { exit !(r > 1) }'; then pass "kernel/$n/fault-time-t$t"
+			else fail "kernel/$n/fault-time-t$t" "${r}x"; fi
+		done
+		if [ "$churn" -gt 0 ]; then
+			bt=$(med base churn - 2); pt=$(med "$n" churn - 2)
+			r=$(awk -v b="$bt" -v p="$pt" 'BEGIN { printf "%.2f", p ? b / p : 0 }')
+			echo "churn time ratio base/$n: ${r}x"
+			if awk -v r="$r" 'BEGIN { exit !(r >= 1) }'; then pass "kernel/$n/churn-no-slower"
+			else fail "kernel/$n/churn-no-slower" "${r}x"; fi
+		fi
+	fi
+done
 exit $status
