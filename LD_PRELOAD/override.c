@@ -2,7 +2,7 @@
  * file that defines libc's names; everything else is xpfo's own.  Linked
  * into libxpfo.so, so LD_PRELOAD=libxpfo.so (or linking it) replaces the
  * allocator of every object in the process. */
-#include "internal.h"
+#include "entry.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -15,8 +15,6 @@
 /* C23, not yet in this libc's headers */
 void free_sized(void *p, size_t size);
 void free_aligned_sized(void *p, size_t align, size_t size);
-
-static inline bool pow2(size_t a) { return a && !(a & (a - 1)); }
 
 EXPORT void *malloc(size_t size)
 {
@@ -40,13 +38,7 @@ EXPORT void *calloc(size_t n, size_t size)
 EXPORT void *realloc(void *p, size_t size)
 {
 	XPFO_ENTRY;
-	if (!p)
-		return heap_malloc(tstate_get(), size);
-	if (!size) {
-		heap_free(tstate_get(), p);
-		return NULL;
-	}
-	return heap_realloc(tstate_get(), p, size);
+	return entry_realloc(p, size);
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)
@@ -60,38 +52,16 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
 	return realloc(p, total);
 }
 
-static void *aligned(size_t align, size_t size)
-{
-	if (align > (heap_end - heap_base) / 2 && xpfo_ready) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return heap_aligned(tstate_get(), align, size);
-}
-
 EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
 	XPFO_ENTRY;
-	if (!pow2(align) || align % sizeof(void *))
-		return EINVAL;
-	int saved = errno;
-	void *p = aligned(align, size);
-	int e = errno;
-	errno = saved;
-	if (!p)
-		return e ? e : ENOMEM;
-	*out = p;
-	return 0;
+	return entry_posix_memalign(out, align, size);
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t size)
 {
 	XPFO_ENTRY;
-	if (!pow2(align)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	return aligned(align, size);
+	return entry_aligned_alloc(align, size);
 }
 
 EXPORT void *memalign(size_t align, size_t size)
@@ -101,15 +71,15 @@ EXPORT void *memalign(size_t align, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!pow2(align)) /* as glibc: round up to a power of two */
+	if (!entry_pow2(align)) /* as glibc: round up to a power of two */
 		align = align ? (size_t)1 << (64 - __builtin_clzll(align)) : 1;
-	return aligned(align, size);
+	return entry_aligned(align, size);
 }
 
 EXPORT void *valloc(size_t size)
 {
 	XPFO_ENTRY;
-	return aligned(PAGE_SIZE, size);
+	return entry_aligned(PAGE_SIZE, size);
 }
 
 EXPORT void *pvalloc(size_t size)
@@ -119,7 +89,7 @@ EXPORT void *pvalloc(size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return aligned(PAGE_SIZE, size ? align_up(size, PAGE_SIZE) : PAGE_SIZE);
+	return entry_aligned(PAGE_SIZE, size ? align_up(size, PAGE_SIZE) : PAGE_SIZE);
 }
 
 EXPORT size_t malloc_usable_size(void *p)
@@ -131,19 +101,13 @@ EXPORT size_t malloc_usable_size(void *p)
 EXPORT void free_sized(void *p, size_t size)
 {
 	XPFO_ENTRY;
-	if (p) {
-		heap_check_sized(p, size, 0);
-		heap_free(tstate_get(), p);
-	}
+	entry_free_sized(p, size, 0);
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
 {
 	XPFO_ENTRY;
-	if (p) {
-		heap_check_sized(p, size, align);
-		heap_free(tstate_get(), p);
-	}
+	entry_free_sized(p, size, align);
 }
 
 /* xpfo has no tunables behind mallopt: say so instead of pretending. */
