@@ -250,8 +250,8 @@ static int recv_fd(int sock)
 
 static _Noreturn void executor_main(struct executor *x, int sock)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != x->target)
+	/* without the death signal an executor could outlive its process */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != x->target)
 		syscall(SYS_exit_group, 1);
 	size_t npages = (x->he - x->hb) >> PAGE_SHIFT;
 	void *st = mmap(NULL, npages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,

@@ -10,10 +10,23 @@
 
 #include "testutil.h"
 
+#include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define ISO_PAGE 4096u
+
+/* In a child case: a step that must work, or the case ends with code and
+ * says which step failed and why. */
+#define NEED(cond, code)                                                    \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			fprintf(stderr, "step failed: %s (errno %s)\n",     \
+				#cond, strerrorname_np(errno));             \
+			return code;                                        \
+		}                                                           \
+	} while (0)
 
 /* ---- fault cases ------------------------------------------------------- */
 

@@ -49,15 +49,6 @@ static void wr(void *p, unsigned char v)
 }
 
 /* In a child: give up with a distinct status when a step fails. */
-#define NEED(cond, code)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "step failed: %s (errno %s)\n",     \
-				#cond, strerrorname_np(errno));             \
-			return code;                                        \
-		}                                                           \
-	} while (0)
-
 static xpfo_compartment_t *mk(const char *name)
 {
 	xpfo_compartment_t *c = xpfo_compartment_create(name, 0);

@@ -33,15 +33,6 @@
 #define HUGE (6u << 20)
 #define PAT 0x5a
 
-#define NEED(cond, code)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "step failed: %s (errno %s)\n",     \
-				#cond, strerrorname_np(errno));             \
-			return code;                                        \
-		}                                                           \
-	} while (0)
-
 static bool overlaps(const void *a, size_t na, const void *b, size_t nb)
 {
 	return (const char *)a < (const char *)b + nb && (const char *)b < (const char *)a + na;

@@ -31,15 +31,6 @@
 #define PAT 0xa5
 #define SEG (4u << 20)
 
-#define NEED(cond, code)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "step failed: %s (errno %s)\n",     \
-				#cond, strerrorname_np(errno));             \
-			return code;                                        \
-		}                                                           \
-	} while (0)
-
 static xpfo_compartment_t *mk(const char *name)
 {
 	xpfo_compartment_t *c = xpfo_compartment_create(name, 0);

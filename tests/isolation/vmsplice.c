@@ -31,15 +31,6 @@
 
 static unsigned char pipebuf[SPLICED];
 
-#define NEED(cond, code)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "step failed: %s (errno %s)\n",     \
-				#cond, strerrorname_np(errno));             \
-			return code;                                        \
-		}                                                           \
-	} while (0)
-
 /* vmsplice n bytes at p into a new pipe; returns the read end, or -1. */
 static int splice_in(const void *p, size_t n, int *wfd)
 {
