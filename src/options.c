@@ -257,6 +257,12 @@ void options_init(void)
 			s = *e + 13;
 			break;
 		}
+	/* As glibc does with its tunables: whoever runs a set-user-ID program
+	 * must not be able to turn its hardening off. */
+	if (s && os_is_privileged()) {
+		xpfo_warn("XPFO_OPTIONS ignored: privileged (set-user-ID or set-group-ID) program");
+		s = NULL;
+	}
 	options_parse(s, &opt, xpfo_warn, 2);
 	if (opt.revoke == REVOKE_OFF)
 		xpfo_warn("revoke=off: freed pages stay reachable; for measurement only");

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -558,6 +559,11 @@ void os_yield(void)
 long os_getpid(void)
 {
 	return getpid();
+}
+
+bool os_is_privileged(void)
+{
+	return getauxval(AT_SECURE) != 0;
 }
 
 long os_page_size(void)

@@ -116,6 +116,9 @@ int os_secret_usage(uint64_t *mapped, uint64_t *resident);
 _Noreturn void os_exit(int code); /* _exit: no atexit handlers */
 void os_yield(void);                /* sched_yield */
 long os_getpid(void);
+/* true in a privileged program (set-user-ID, set-group-ID, file
+ * capabilities: the kernel's AT_SECURE), whose environment is not trusted */
+bool os_is_privileged(void);
 long os_page_size(void);            /* sysconf(_SC_PAGESIZE) */
 struct sigaction;
 int os_sigaction(int sig, const struct sigaction *sa, struct sigaction *old);

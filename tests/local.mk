@@ -91,6 +91,15 @@ tests_statsprint_LDFLAGS = $(tests_linked_ldflags)
 TESTS += tests/statsprint tests/stats-json.sh
 EXTRA_DIST += tests/stats-json.sh
 
+# XPFO_OPTIONS is ignored in a set-user-ID program (AT_SECURE).
+check_PROGRAMS += tests/privileged
+tests_privileged_SOURCES = tests/privileged.c
+tests_privileged_CPPFLAGS = $(tests_linked_cppflags)
+tests_privileged_LDADD = $(tests_linked_ldadd)
+tests_privileged_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/privileged.sh
+EXTRA_DIST += tests/privileged.sh
+
 # Which backend is picked on this machine, and what it says.
 TESTS += tests/backend.sh
 EXTRA_DIST += tests/backend.sh
