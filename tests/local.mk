@@ -67,18 +67,10 @@ tests_forkalloc_plain_CFLAGS = $(tests_cflags)
 tests_forkalloc_plain_SOURCES = tests/forkalloc.c $(tests_common)
 
 TESTS += tests/api tests/misuse tests/revoke tests/stress tests/forkalloc \
-	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
-	tests/revoke-strace.sh tests/options.sh tests/reserve.sh \
-	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
-	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
-	tests/preload-gcc.sh tests/preload-threads.sh
+	tests/revoke-strace.sh tests/options.sh tests/reserve.sh
 
-EXTRA_DIST += tests/lib.sh tests/README tests/preload/workload.py \
-	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
-	tests/revoke-strace.sh tests/options.sh tests/reserve.sh \
-	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
-	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
-	tests/preload-gcc.sh tests/preload-threads.sh
+EXTRA_DIST += tests/lib.sh tests/README \
+	tests/revoke-strace.sh tests/options.sh tests/reserve.sh
 
 # Statistics as JSON: xpfo_stats_print_json from a linked program, and
 # stats=json / xpfo-run --stats=json checked against struct xpfo_stats.

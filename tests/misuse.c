@@ -13,7 +13,7 @@
  * expect_class).
  *
  * Builds: tests/misuse (linked with libxpfo.la), tests/misuse-plain (run by
- * preload-misuse.sh under LD_PRELOAD).
+ * tests/preload/misuse.sh under LD_PRELOAD).
  */
 #include "testutil.h"
 

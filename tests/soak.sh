@@ -9,7 +9,7 @@
 #     into CSV (seconds, rss_kb and vmas of each);
 #   - beside them, in a loop: make check of tests/stress,
 #     tests/isolation/contention, tests/forkalloc and the LD_PRELOAD
-#     programs (preload-threads, -sort, -bash, -sqlite, -forkalloc).
+#     programs (tests/preload/: threads, sort, bash, sqlite, forkalloc).
 # Passes when nothing failed and both processes stayed flat: after a
 # warm-up (the first tenth), the largest RSS of the last third is within
 # 10% of the largest of the first third, and the largest VMA count within
@@ -63,7 +63,7 @@ loops=0 failed=0
 end=$(($(date +%s) + secs))
 while [ "$(date +%s)" -lt "$end" ]; do
 	loops=$((loops + 1))
-	if ! nice -n 10 make -C "$bld" check XPFO_SKIP_SLOW=1 TESTS='tests/stress tests/isolation/contention tests/forkalloc tests/preload-threads.sh tests/preload-sort.sh tests/preload-bash.sh tests/preload-sqlite.sh tests/preload-forkalloc.sh' >"$bld/soak-loop.log" 2>&1; then
+	if ! nice -n 10 make -C "$bld" check XPFO_SKIP_SLOW=1 TESTS='tests/stress tests/isolation/contention tests/forkalloc tests/preload/threads.sh tests/preload/sort.sh tests/preload/bash.sh tests/preload/sqlite.sh tests/preload/forkalloc.sh' >"$bld/soak-loop.log" 2>&1; then
 		failed=$((failed + 1))
 		cp "$bld/soak-loop.log" "$bld/soak-loop-failed-$loops.log"
 		echo "soak: loop $loops failed (log $bld/soak-loop-failed-$loops.log)"

@@ -17,7 +17,7 @@
  *               [--generations G] [--seed X] [--quiet] [--require-xpfo]
  * Defaults: 4 threads, 5 seconds, no iteration bound, 3 generations.
  * Builds: tests/stress (linked with libxpfo.la), tests/stress-plain (not
- * linked; run under LD_PRELOAD by preload-threads.sh).
+ * linked; run under LD_PRELOAD by tests/preload/threads.sh).
  */
 #include "testutil.h"
 

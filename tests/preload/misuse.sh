@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-misuse.sh - the misuse cases (tests/misuse-plain, built without
+# tests/preload/misuse.sh - the misuse cases (tests/misuse-plain, built without
 # xpfo) under LD_PRELOAD=libxpfo.so: same fatal lines, same SIGABRT.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo

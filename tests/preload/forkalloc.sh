@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-forkalloc.sh - fork while threads allocate, under LD_PRELOAD, and
+# tests/preload/forkalloc.sh - fork while threads allocate, under LD_PRELOAD, and
 # the stress program under LD_PRELOAD with revoke=eager (every free of a
 # page run is an immediate revocation while other threads run).
 . "${top_srcdir:-.}/tests/lib.sh"

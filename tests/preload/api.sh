@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-api.sh - the API conformance suite (tests/api-plain, built without
+# tests/preload/api.sh - the API conformance suite (tests/api-plain, built without
 # xpfo) run under LD_PRELOAD=libxpfo.so: the interposition path.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo

@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-threads.sh - multi-threaded programs on xpfo: xz with two threads
+# tests/preload/threads.sh - multi-threaded programs on xpfo: xz with two threads
 # (compress, test, decompress), and xpfo's own stress program built without
 # xpfo, run under LD_PRELOAD.
 . "${top_srcdir:-.}/tests/lib.sh"
