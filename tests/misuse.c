@@ -12,7 +12,7 @@
  * printf's %p prints them.  The size class N is checked against bounds (see
  * expect_class).
  *
- * Builds: tests/misuse (linked with libxpfo.la), tests/misuse-plain (run by
+ * Builds: tests/misuse (linked with libxpfo.la), tests/preload/misuse-plain (run by
  * tests/preload/misuse.sh under LD_PRELOAD).
  */
 #include "testutil.h"

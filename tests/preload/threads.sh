@@ -18,7 +18,7 @@ xz_workload() {
 }
 compare_run xz xz_workload
 
-stress=$top_builddir/tests/stress-plain
+stress=$top_builddir/tests/preload/stress-plain
 [ -x "$stress" ] || hard_error "$stress not built"
 stress_workload() {
 	$RUN "$stress" --threads 4 --seconds 3 --quiet
