@@ -131,7 +131,7 @@ static int huge_twice(void *arg)
 	free(h);
 	NEED(xpfo_flush() == 0, 4);
 	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
-	iso_expect("xpfo: fatal: double free of %p (compartment \"root\")", (void *)h);
+	tu_expect("xpfo: fatal: double free of %p (compartment \"root\")", (void *)h);
 	free(h);
 	return 0;
 }
@@ -141,7 +141,7 @@ int main(void)
 	tu_prog = "osfail";
 	tu_xpfo_init(1);
 	iso_stdio_warmup();
-	const struct iso_case cases[] = {
+	const struct tu_case cases[] = {
 		{ "own run: its purge fails: nothing lost, calloc still zero", own_run, NULL, 0 },
 		{ "transferred run: its purge fails: quarantined, never the sender's again",
 		  transferred_run, NULL, 0 },
@@ -151,6 +151,6 @@ int main(void)
 		  SIGABRT },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		iso_run_case(&cases[i], 30);
+		tu_run_case(&cases[i], 30, NULL);
 	tu_exit();
 }
