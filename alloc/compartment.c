@@ -19,6 +19,7 @@
 #include "alloc.h"
 #include "owner.h"
 #include "backing.h"
+#include "policy.h"
 #include "pkeys.h"
 
 #include <errno.h>
@@ -838,33 +839,37 @@ static void destroy_carved(struct xpfo_compartment *c, struct segment *s, struct
 	seg_list_add(&comp_root, s);
 }
 
+static void destroy_quarantine(struct range *r, const char *what, int e)
+{
+	pthread_mutex_lock(&heap_lock);
+	if (seg_of(r->addr)->gen == r->gen)
+		policy_quarantine(r->addr, r->npages, r->owner);
+	pthread_mutex_unlock(&heap_lock);
+	policy_failed(what, e, r->addr, r->npages);
+	r->npages = 0; /* never reused */
+}
+
 /* Revoke the destroyed compartment's runs that sit among other owners'
  * pages, then hand them back with fresh frames.  A run that cannot be
- * revoked is left as it is; one that cannot be purged is quarantined: its
- * pages change owner and still hold c's bytes. */
+ * revoked or purged still holds c's bytes: quarantined (policy.h). */
 static void destroy_runs(struct destroy_list *dl)
 {
 	for (unsigned i = 0; i < dl->n; i++) {
 		struct range *r = &dl->r[i];
 		size_t len = (size_t)r->npages << PAGE_SHIFT;
-		if (os_protect_key((void *)r->addr, len, OS_NONE, key_revoked())) {
-			r->npages = 0; /* never reused */
+		int e = os_protect_key((void *)r->addr, len, OS_NONE, key_revoked());
+		if (e) {
+			destroy_quarantine(r, "revoke (destroyed compartment)", e);
 			continue;
 		}
 		stat_inc(revoke_syscalls);
 		stat_add(pages_revoked, r->npages);
-		if (backing_purge(r->addr, len) == 0) {
+		if ((e = backing_purge(r->addr, len)) == 0) {
 			stat_inc(purges);
 			stat_add(pages_purged, r->npages);
 			continue;
 		}
-		pthread_mutex_lock(&heap_lock);
-		if (seg_of(r->addr)->gen == r->gen)
-			owner_set_quarantined(r->addr, r->npages, r->owner);
-		pthread_mutex_unlock(&heap_lock);
-		stat_inc(revoke_failures);
-		stat_add(pages_quarantined, r->npages);
-		r->npages = 0;
+		destroy_quarantine(r, "purge (destroyed compartment)", e);
 	}
 	unsigned m = 0;
 	for (unsigned i = 0; i < dl->n; i++)

@@ -15,6 +15,7 @@
 #include "alloc.h"
 #include "owner.h"
 #include "backing.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <string.h>
@@ -356,6 +357,9 @@ void segs_release(size_t *idx, size_t n)
 			}
 		}
 		pthread_mutex_unlock(&heap_lock);
+		if (e) /* the entries stay as they were: `releasing` says quarantined */
+			policy_failed("purge (released segments)", e,
+				      heap_base + (idx[k] << SEG_SHIFT), (j - k) * SEG_PAGES);
 		k = j;
 	}
 }
@@ -461,11 +465,8 @@ static void seg_quarantine_free(struct segment *s, size_t p, size_t q, int err)
 {
 	bit_fill(s->free_map, p, q - p, false);
 	s->free_pages -= (uint32_t)(q - p);
-	owner_set_quarantined(seg_addr(s) + (p << PAGE_SHIFT), q - p, s->owner);
-	stat_inc(revoke_failures);
-	stat_add(pages_quarantined, q - p);
-	xpfo_warn("cannot purge %u free pages at %p changing owner (error %d): quarantined",
-		  (unsigned long)(q - p), (void *)(seg_addr(s) + (p << PAGE_SHIFT)), (long)err);
+	policy_fail_run("purge (free pages changing owner)", err, seg_addr(s) + (p << PAGE_SHIFT),
+			q - p, s->owner);
 }
 
 /* Purge the retained (free, not clean) pages of carved segment s, under

@@ -31,6 +31,7 @@
 #include "alloc.h"
 #include "owner.h"
 #include "backing.h"
+#include "policy.h"
 
 #include <errno.h>
 
@@ -266,17 +267,18 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 			/* its old frames would reach the segment's owner: never reused */
 			for (unsigned k = i; k < j; k++)
 				quarantine(&r[k]);
+			policy_failed("purge (changing owner)", e, r[i].addr, len >> PAGE_SHIFT);
 		}
 		i = j;
 	}
 }
 
+/* One range of a span whose `what` failed (policy.h); the span is counted
+ * and reported once, by the caller. */
 static void quarantine(struct range *r)
 {
 	if (r->kind == RK_RUN)
-		owner_set_quarantined(r->addr, r->npages, r->owner);
-	stat_inc(revoke_failures);
-	stat_add(pages_quarantined, r->npages);
+		policy_quarantine(r->addr, r->npages, r->owner);
 	r->npages = 0; /* dropped from the release below */
 }
 
@@ -426,6 +428,7 @@ static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
 	if (e) {
 		for (unsigned k = i; k < j; k++)
 			quarantine(&r[k]);
+		policy_failed("revoke", e, r[i].addr, len >> PAGE_SHIFT);
 		return e;
 	}
 	stat_add(pages_revoked, len >> PAGE_SHIFT);

@@ -65,7 +65,9 @@ static void gate_drop(unsigned i)
 	if (os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW))
 		xpfo_fatal("sandbox: cannot update the gate's table");
 	sandbox_gate.g.e[i] = sandbox_gate.g.e[--sandbox_gate.g.n];
-	os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+	/* a table left writable could be rewritten by a locked thread */
+	if (os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ))
+		xpfo_fatal("sandbox: cannot make the gate's table read-only again");
 }
 
 void sandbox_gate_check(void)

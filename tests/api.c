@@ -10,8 +10,8 @@
  * point returns memory owned by the root compartment, and it runs itself a
  * second time with XPFO_OPTIONS=revoke=eager.
  *
- * Builds: tests/api (linked with libxpfo.la, xpfo required), tests/api-plain
- * (not linked; run by preload-api.sh under LD_PRELOAD with --require-xpfo,
+ * Builds: tests/api (linked with libxpfo.la, xpfo required), tests/preload/api-plain
+ * (not linked; run by tests/preload/api.sh under LD_PRELOAD with --require-xpfo,
  * and runnable alone to validate the checks against glibc).
  */
 #include "testutil.h"

@@ -13,6 +13,7 @@ export LC_ALL
 : "${XPFO_LIB:=$top_builddir/.libs/libxpfo.so}"
 : "${XPFO_RUN:=$top_builddir/LD_PRELOAD/xpfo-run}"
 me=$(basename "$0" .sh)
+case $0 in */preload/*) me=preload-$me ;; esac # its messages and temporary directory
 failures=0
 
 say() { printf '%s: %s\n' "$me" "$*" >&2; }

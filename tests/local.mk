@@ -1,8 +1,9 @@
 # tests: the test suite (make check).  See tests/README for what each checks.
 #
 # C tests come in two builds from one source: linked against libxpfo.la
-# (xpfo required), and "-plain" (not linked) for the LD_PRELOAD runs; the
-# plain builds also run against glibc to validate the checks themselves.
+# (xpfo required), and "-plain" (not linked, tests/preload/local.mk) for the
+# LD_PRELOAD runs; the plain builds also run against glibc to validate the
+# checks themselves.
 
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
@@ -24,25 +25,19 @@ tests_linked_ldadd = libxpfo.la
 # re-execute themselves and run under strace).
 tests_linked_ldflags = -no-install
 
-check_PROGRAMS += tests/api tests/api-plain tests/misuse tests/misuse-plain \
-	tests/revoke tests/stress tests/stress-plain tests/forkalloc \
-	tests/forkalloc-plain
+check_PROGRAMS += tests/api tests/misuse tests/revoke tests/stress tests/forkalloc
 
 tests_api_CFLAGS = $(tests_cflags)
 tests_api_SOURCES = tests/api.c $(tests_common)
 tests_api_CPPFLAGS = $(tests_linked_cppflags)
 tests_api_LDADD = $(tests_linked_ldadd)
 tests_api_LDFLAGS = $(tests_linked_ldflags)
-tests_api_plain_CFLAGS = $(tests_cflags)
-tests_api_plain_SOURCES = tests/api.c $(tests_common)
 
 tests_misuse_CFLAGS = $(tests_cflags)
 tests_misuse_SOURCES = tests/misuse.c $(tests_common)
 tests_misuse_CPPFLAGS = $(tests_linked_cppflags)
 tests_misuse_LDADD = $(tests_linked_ldadd)
 tests_misuse_LDFLAGS = $(tests_linked_ldflags)
-tests_misuse_plain_CFLAGS = $(tests_cflags)
-tests_misuse_plain_SOURCES = tests/misuse.c $(tests_common)
 
 tests_revoke_CFLAGS = $(tests_cflags)
 tests_revoke_SOURCES = tests/revoke.c $(tests_common)
@@ -55,30 +50,18 @@ tests_stress_SOURCES = tests/stress.c $(tests_common)
 tests_stress_CPPFLAGS = $(tests_linked_cppflags)
 tests_stress_LDADD = $(tests_linked_ldadd)
 tests_stress_LDFLAGS = $(tests_linked_ldflags)
-tests_stress_plain_CFLAGS = $(tests_cflags)
-tests_stress_plain_SOURCES = tests/stress.c $(tests_common)
 
 tests_forkalloc_CFLAGS = $(tests_cflags)
 tests_forkalloc_SOURCES = tests/forkalloc.c $(tests_common)
 tests_forkalloc_CPPFLAGS = $(tests_linked_cppflags)
 tests_forkalloc_LDADD = $(tests_linked_ldadd)
 tests_forkalloc_LDFLAGS = $(tests_linked_ldflags)
-tests_forkalloc_plain_CFLAGS = $(tests_cflags)
-tests_forkalloc_plain_SOURCES = tests/forkalloc.c $(tests_common)
 
 TESTS += tests/api tests/misuse tests/revoke tests/stress tests/forkalloc \
-	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
-	tests/revoke-strace.sh tests/options.sh tests/reserve.sh \
-	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
-	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
-	tests/preload-gcc.sh tests/preload-threads.sh
+	tests/revoke-strace.sh tests/options.sh tests/reserve.sh
 
-EXTRA_DIST += tests/lib.sh tests/README tests/preload/workload.py \
-	tests/preload-api.sh tests/preload-misuse.sh tests/preload-forkalloc.sh \
-	tests/revoke-strace.sh tests/options.sh tests/reserve.sh \
-	tests/preload-python.sh tests/preload-sqlite.sh tests/preload-git.sh \
-	tests/preload-perl.sh tests/preload-bash.sh tests/preload-sort.sh \
-	tests/preload-gcc.sh tests/preload-threads.sh
+EXTRA_DIST += tests/lib.sh tests/README \
+	tests/revoke-strace.sh tests/options.sh tests/reserve.sh
 
 # Statistics as JSON: xpfo_stats_print_json from a linked program, and
 # stats=json / xpfo-run --stats=json checked against struct xpfo_stats.

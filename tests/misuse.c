@@ -12,8 +12,8 @@
  * printf's %p prints them.  The size class N is checked against bounds (see
  * expect_class).
  *
- * Builds: tests/misuse (linked with libxpfo.la), tests/misuse-plain (run by
- * preload-misuse.sh under LD_PRELOAD).
+ * Builds: tests/misuse (linked with libxpfo.la), tests/preload/misuse-plain (run by
+ * tests/preload/misuse.sh under LD_PRELOAD).
  */
 #include "testutil.h"
 
@@ -49,22 +49,7 @@ static void *opaque_ptr(void *p)
 
 static size_t page;
 
-/* The child writes the line it expects to a pipe before misbehaving, so the
- * expected addresses are the child's own (ASLR, allocation order). */
-static int expect_fd = -1;
-
-static void expect(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void expect(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (write(expect_fd, buf, (size_t)n) != n)
-		_exit(98);
-	close(expect_fd);
-}
+#define expect tu_expect
 
 #define ROOT " (compartment \"root\")"
 
@@ -72,14 +57,14 @@ static void expect(const char *fmt, ...)
  * block's slot size (small blocks; it can exceed malloc_usable_size when
  * the slot holds a canary) or its run's size in bytes (page runs, which may
  * be rounded up to a run class).  The test cannot know it exactly from the
- * public API, so the child writes "{N}" in its expected line, preceded by a
- * line "#N lo hi small" bounding it; the parent checks N against the bounds
- * and, for small blocks, against xpfo's table of class sizes. */
+ * public API, so the child writes "{N}" in its expected line and announces
+ * it as a bound: "<N:a|b>", the sizes of xpfo's table of classes within
+ * [usable, usable + 64] for a small block, "<N:lo-hi>" for a run. */
 static void expect_class(void *p, int large, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void expect_class(void *p, int large, const char *fmt, ...)
 {
-	char buf[600];
+	char msg[600], num[400];
 	size_t u = malloc_usable_size(p), lo, hi;
 	if (large) {
 		lo = (u + page - 1) & ~(page - 1);
@@ -88,21 +73,34 @@ static void expect_class(void *p, int large, const char *fmt, ...)
 		lo = u;
 		hi = u + 64;
 	}
-	int n = snprintf(buf, sizeof buf, "#N %zu %zu %d\n", lo, hi, !large);
+	int n = snprintf(num, sizeof num, "<N:%zu-%zu>", lo, hi);
+	if (!large && tu_x.present) {
+		struct xpfo_stats st;
+		tu_stats(&st);
+		n = snprintf(num, sizeof num, "<N:");
+		for (int c = 0; c < XPFO_STATS_CLASSES; c++)
+			if (st.class_size[c] >= lo && st.class_size[c] <= hi)
+				n += snprintf(num + n, sizeof num - (size_t)n, "%s%llu",
+					      num[n - 1] == ':' ? "" : "|",
+					      (unsigned long long)st.class_size[c]);
+		snprintf(num + n, sizeof num - (size_t)n, ">");
+	}
 	va_list ap;
 	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (write(expect_fd, buf, (size_t)n) != n)
+	char *hole = strstr(msg, "{N}");
+	if (!hole)
 		_exit(98);
-	close(expect_fd);
+	*hole = 0;
+	expect("%s%s%s", msg, num, hole + 3);
 }
 
 static int double_free_size(size_t n)
 {
 	char *p = malloc(n);
 	memset(p, 1, n);
-	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	free(p);
 	free(opaque_ptr(p));
 	return 0;
@@ -132,7 +130,7 @@ static int c_double_free_after_flush(void *a)
 		free(keep[i]);
 	if (tu_x.present)
 		tu_x.flush();
-	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	free(opaque_ptr(p));
 	return 0;
 }
@@ -149,7 +147,7 @@ static int c_double_free_neighbour(void *a)
 	free(n);
 	if (tu_x.present)
 		tu_x.flush();
-	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	free(opaque_ptr(p));
 	return 0;
 }
@@ -179,7 +177,7 @@ static int c_double_free_other_thread(void *a)
 		return 98;
 	shared_p = p;
 	free(p);
-	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	sem_post(&go);
 	pthread_join(t, NULL);
 	return 0;
@@ -221,7 +219,7 @@ static int double_free_retired(int pending)
 	}
 	if (!p)
 		return 97;
-	expect("xpfo: fatal: double free of %p" ROOT "\n", (void *)p);
+	expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	free(opaque_ptr(p));
 	return 0;
 }
@@ -234,7 +232,7 @@ static int c_free_stack(void *a)
 	(void)a;
 	char buf[64];
 	void *p = opaque_ptr(buf + 16);
-	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT "\n", p);
+	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT, p);
 	free(p);
 	return 0;
 }
@@ -246,7 +244,7 @@ static int c_free_mmap(void *a)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return 98;
-	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT "\n", m);
+	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT, m);
 	free(opaque_ptr(m));
 	return 0;
 }
@@ -257,7 +255,7 @@ static int c_free_global(void *a)
 {
 	(void)a;
 	void *p = opaque_ptr(global_buf + 64);
-	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT "\n", p);
+	expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT, p);
 	free(p);
 	return 0;
 }
@@ -267,7 +265,7 @@ static int interior(size_t n, size_t off, int large)
 	char *p = malloc(n);
 	memset(p, 1, n);
 	expect_class(p, large, "xpfo: fatal: invalid free of %p: interior pointer "
-		     "of the block at %p (size class {N})" ROOT "\n",
+		     "of the block at %p (size class {N})" ROOT,
 		     (void *)(p + off), (void *)p);
 	free(opaque_ptr(p + off));
 	return 0;
@@ -283,7 +281,7 @@ static int realloc_freed(size_t n)
 	char *p = malloc(n);
 	memset(p, 1, n);
 	free(p);
-	expect("xpfo: fatal: realloc of freed pointer %p" ROOT "\n", (void *)p);
+	expect("xpfo: fatal: realloc of freed pointer %p" ROOT, (void *)p);
 	p = realloc(opaque_ptr(p), n * 2);
 	return p ? 3 : 4;
 }
@@ -297,7 +295,7 @@ static int c_realloc_stack(void *a)
 	(void)a;
 	char buf[64];
 	void *p = opaque_ptr(buf + 8);
-	expect("xpfo: fatal: invalid realloc of %p: not from the xpfo heap" ROOT "\n", p);
+	expect("xpfo: fatal: invalid realloc of %p: not from the xpfo heap" ROOT, p);
 	p = realloc(p, 100);
 	return p ? 3 : 4;
 }
@@ -308,7 +306,7 @@ static int c_realloc_interior(void *a)
 	char *p = malloc(100);
 	memset(p, 1, 100);
 	expect_class(p, 0, "xpfo: fatal: invalid realloc of %p: interior pointer "
-		     "of the block at %p (size class {N})" ROOT "\n",
+		     "of the block at %p (size class {N})" ROOT,
 		     (void *)(p + 16), (void *)p);
 	p = realloc(opaque_ptr(p + 16), 200);
 	return p ? 3 : 4;
@@ -330,7 +328,7 @@ static int c_free_sized_wrong(void *a)
 	char *p = malloc(100);
 	memset(p, 1, 100);
 	expect_class(p, 0, "xpfo: fatal: sized free of %p with size 5000: the "
-		     "block has size class {N}" ROOT "\n", (void *)p);
+		     "block has size class {N}" ROOT, (void *)p);
 	fs(opaque_ptr(p), 5000);
 	return 0;
 }
@@ -365,63 +363,6 @@ static const struct mcase cases[] = {
 	{ "free_sized with a size of another class", c_free_sized_wrong },
 };
 
-struct wrap {
-	int fd;
-	int (*fn)(void *);
-};
-
-static int run_case(void *arg)
-{
-	struct wrap *w = arg;
-	expect_fd = w->fd;
-	return w->fn(NULL);
-}
-
-/* Does stderr match the expected line?  Handles the "#N" form (see
- * expect_class); on a mismatch, why is written to `why`. */
-static int match(const char *err, const char *want, char *why, size_t whylen)
-{
-	size_t lo, hi;
-	int small;
-	const char *tmpl = want;
-
-	why[0] = 0;
-	if (strncmp(want, "#N ", 3) != 0)
-		return strcmp(err, want) == 0;
-	if (sscanf(want, "#N %zu %zu %d", &lo, &hi, &small) != 3 ||
-	    !(tmpl = strchr(want, '\n')))
-		tu_hard_error("bad expectation from the child: %s", want);
-	tmpl++;
-	const char *hole = strstr(tmpl, "{N}");
-	size_t pre = (size_t)(hole - tmpl);
-	if (strncmp(err, tmpl, pre) != 0)
-		return 0;
-	const char *num = err + pre;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(num, &end, 10);
-	if (end == num || errno || strcmp(end, hole + 3) != 0)
-		return 0;
-	if (v < lo || v > hi) {
-		snprintf(why, whylen, "size class %llu outside [%zu, %zu] "
-			 "(malloc_usable_size and its rounding)", v, lo, hi);
-		return 0;
-	}
-	if (small && tu_x.present) {
-		struct xpfo_stats st;
-		int found = 0;
-		tu_stats(&st);
-		for (int c = 0; c < XPFO_STATS_CLASSES; c++)
-			found |= st.class_size[c] == v;
-		if (!found) {
-			snprintf(why, whylen, "size class %llu is not in xpfo's "
-				 "table of class sizes", v);
-			return 0;
-		}
-	}
-	return 1;
-}
-
 int main(int argc, char **argv)
 {
 	int require = TU_REQUIRE_XPFO || tu_has_arg(argc, argv, "--require-xpfo");
@@ -431,38 +372,8 @@ int main(int argc, char **argv)
 	tu_xpfo_init(require);
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		int fds[2];
-		struct wrap w;
-		struct tu_child c;
-		char want[512];
-		ssize_t n;
-
-		if (pipe(fds) < 0)
-			tu_hard_error("pipe");
-		w.fd = fds[1];
-		w.fn = cases[i].fn;
-		if (tu_run_child(run_case, &w, 30, &c) != 0)
-			tu_hard_error("fork");
-		close(fds[1]);
-		n = read(fds[0], want, sizeof want - 1);
-		close(fds[0]);
-		want[n > 0 ? n : 0] = 0;
-		if (n <= 0) {
-			CHECK(0, "%s: the child died before misbehaving (%s): %s",
-			      cases[i].name, tu_status_str(c.status), c.err);
-			continue;
-		}
-		int sig_ok = WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGABRT;
-		char why[200];
-		int msg_ok = match(c.err, want, why, sizeof why);
-		CHECK(sig_ok, "%s: child ended by %s, not SIGABRT", cases[i].name,
-		      tu_status_str(c.status));
-		CHECK(msg_ok, "%s: stderr is\n    \"%.*s\"\n  expected exactly\n    \"%s\"%s%s",
-		      cases[i].name, (int)c.errlen, c.err,
-		      strncmp(want, "#N ", 3) ? want : strchr(want, '\n') + 1,
-		      why[0] ? "\n  " : "", why);
-		if (sig_ok && msg_ok)
-			fprintf(stderr, "ok: %s: %s", cases[i].name, c.err);
+		struct tu_case c = { .name = cases[i].name, .fn = cases[i].fn, .signal = SIGABRT };
+		tu_run_case(&c, 30, NULL);
 	}
 	tu_exit();
 }

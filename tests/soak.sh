@@ -4,12 +4,12 @@
 # On a debug build (--enable-debug: asserts and invariant walks; this build
 # tree if it is one, else a copy built in /tmp/xpfo-soak-build), for MINUTES:
 #   - two long-running processes: tests/stress linked with libxpfo, and
-#     tests/stress-plain under LD_PRELOAD (2 threads each, a new generation
+#     tests/preload/stress-plain under LD_PRELOAD (2 threads each, a new generation
 #     of threads every 10 s), whose RSS and VMA count are sampled every 5 s
 #     into CSV (seconds, rss_kb and vmas of each);
 #   - beside them, in a loop: make check of tests/stress,
 #     tests/isolation/contention, tests/forkalloc and the LD_PRELOAD
-#     programs (preload-threads, -sort, -bash, -sqlite, -forkalloc).
+#     programs (tests/preload/: threads, sort, bash, sqlite, forkalloc).
 # Passes when nothing failed and both processes stayed flat: after a
 # warm-up (the first tenth), the largest RSS of the last third is within
 # 10% of the largest of the first third, and the largest VMA count within
@@ -32,15 +32,15 @@ else
 	(cd "$bld" && autoreconf -fi >/dev/null 2>&1 && ./configure -q --enable-debug) || exit 99
 fi
 make -C "$bld" -j2 >/dev/null &&
-make -C "$bld" -j2 tests/stress tests/stress-plain tests/isolation/contention \
-	tests/forkalloc tests/forkalloc-plain >/dev/null || { echo "soak: build failed"; exit 99; }
+make -C "$bld" -j2 tests/stress tests/preload/stress-plain tests/isolation/contention \
+	tests/forkalloc tests/preload/forkalloc-plain >/dev/null || { echo "soak: build failed"; exit 99; }
 
 secs=$((minutes * 60))
 gens=$((secs / 10 + 1))
 nice -n 10 "$bld/tests/stress" --threads 2 --seconds "$secs" --generations "$gens" --quiet \
 	>"$bld/soak-stress.log" 2>&1 &
 p1=$!
-LD_PRELOAD="$bld/.libs/libxpfo.so" nice -n 10 "$bld/tests/stress-plain" --threads 2 \
+LD_PRELOAD="$bld/.libs/libxpfo.so" nice -n 10 "$bld/tests/preload/stress-plain" --threads 2 \
 	--seconds "$secs" --generations "$gens" --quiet >"$bld/soak-preload.log" 2>&1 &
 p2=$!
 
@@ -63,7 +63,7 @@ loops=0 failed=0
 end=$(($(date +%s) + secs))
 while [ "$(date +%s)" -lt "$end" ]; do
 	loops=$((loops + 1))
-	if ! nice -n 10 make -C "$bld" check XPFO_SKIP_SLOW=1 TESTS='tests/stress tests/isolation/contention tests/forkalloc tests/preload-threads.sh tests/preload-sort.sh tests/preload-bash.sh tests/preload-sqlite.sh tests/preload-forkalloc.sh' >"$bld/soak-loop.log" 2>&1; then
+	if ! nice -n 10 make -C "$bld" check XPFO_SKIP_SLOW=1 TESTS='tests/stress tests/isolation/contention tests/forkalloc tests/preload/threads.sh tests/preload/sort.sh tests/preload/bash.sh tests/preload/sqlite.sh tests/preload/forkalloc.sh' >"$bld/soak-loop.log" 2>&1; then
 		failed=$((failed + 1))
 		cp "$bld/soak-loop.log" "$bld/soak-loop-failed-$loops.log"
 		echo "soak: loop $loops failed (log $bld/soak-loop-failed-$loops.log)"

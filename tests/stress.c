@@ -16,8 +16,8 @@
  * Usage: stress [--threads N] [--seconds S] [--iterations I]
  *               [--generations G] [--seed X] [--quiet] [--require-xpfo]
  * Defaults: 4 threads, 5 seconds, no iteration bound, 3 generations.
- * Builds: tests/stress (linked with libxpfo.la), tests/stress-plain (not
- * linked; run under LD_PRELOAD by preload-threads.sh).
+ * Builds: tests/stress (linked with libxpfo.la), tests/preload/stress-plain (not
+ * linked; run under LD_PRELOAD by tests/preload/threads.sh).
  */
 #include "testutil.h"
 

@@ -177,6 +177,25 @@ int tu_run_child(int (*fn)(void *), void *arg, unsigned seconds,
 	return 0;
 }
 
+/* In a child about to exec: "NAME=value" sets, "NAME" unsets. */
+static void apply_env(const char *const envset[])
+{
+	for (const char *const *e = envset; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (eq) {
+			char name[256];
+			size_t n = (size_t)(eq - *e);
+			if (n >= sizeof name)
+				_exit(127);
+			memcpy(name, *e, n);
+			name[n] = 0;
+			setenv(name, eq + 1, 1);
+		} else {
+			unsetenv(*e);
+		}
+	}
+}
+
 int tu_run_cmd(char *const argv[], const char *const envset[],
 	       unsigned seconds, struct tu_child *res)
 {
@@ -199,20 +218,7 @@ int tu_run_cmd(char *const argv[], const char *const envset[],
 		child_setup(seconds);
 		dup2(ep[1], 2);
 		dup2(op[1], 1);
-		for (const char *const *e = envset; e && *e; e++) {
-			const char *eq = strchr(*e, '=');
-			if (eq) {
-				char name[256];
-				size_t n = (size_t)(eq - *e);
-				if (n >= sizeof name)
-					_exit(127);
-				memcpy(name, *e, n);
-				name[n] = 0;
-				setenv(name, eq + 1, 1);
-			} else {
-				unsetenv(*e);
-			}
-		}
+		apply_env(envset);
 		execv(argv[0], argv);
 		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -225,6 +231,238 @@ int tu_run_cmd(char *const argv[], const char *const envset[],
 		if (errno != EINTR)
 			return -1;
 	return 0;
+}
+
+/* ---- one case in a child, checked ------------------------------------ */
+
+/* The announcement pipe: set in a forked child, or named by TU_EXPECT_FD
+ * in an executed one. */
+static int expect_fd = -1;
+
+/* Written with write(2) from a stack buffer: stdio could allocate, and the
+ * child may be about to corrupt the heap. */
+void tu_expect(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	if (expect_fd < 0 && getenv("TU_EXPECT_FD"))
+		expect_fd = atoi(getenv("TU_EXPECT_FD"));
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= (int)sizeof buf - 1)
+		_exit(98);
+	buf[n++] = '\n';
+	if (expect_fd < 0 || write(expect_fd, buf, (size_t)n) != n)
+		_exit(98);
+}
+
+/* The number at *line against "<N>", "<N:lo-hi>" or "<N:a|b>" at *pat;
+ * both advance past it. */
+static int match_num(const char **line, const char **pat)
+{
+	const char *p = *pat + 2, *end = strchr(p, '>');
+	char *e;
+	if (**line < '0' || **line > '9' || !end)
+		return 0;
+	unsigned long long v = strtoull(*line, &e, 10);
+	*line = e;
+	*pat = end + 1;
+	if (*p == '>')
+		return 1;
+	const char *dash = memchr(p, '-', (size_t)(end - p));
+	if (dash)
+		return v >= strtoull(p + 1, NULL, 10) && v <= strtoull(dash + 1, NULL, 10);
+	for (p++; p < end; p = e + 1)
+		if (strtoull(p, &e, 10) == v)
+			return 1;
+	return 0;
+}
+
+int tu_line_matches(const char *line, const char *pat)
+{
+	while (*pat) {
+		if (!strncmp(pat, "<N", 2) && (pat[2] == '>' || pat[2] == ':')) {
+			if (!match_num(&line, &pat))
+				return 0;
+			continue;
+		}
+		if (*line++ != *pat++)
+			return 0;
+	}
+	return *line == 0;
+}
+
+/* `pat` with at most one '*' (any text) against the whole of s[0..n). */
+static int glob1(const char *pat, const char *s, size_t n)
+{
+	const char *star = strchr(pat, '*');
+	if (!star)
+		return strlen(pat) == n && !memcmp(pat, s, n);
+	size_t pre = (size_t)(star - pat), post = strlen(star + 1);
+	return n >= pre + post && !memcmp(pat, s, pre) && !memcmp(star + 1, s + n - post, post);
+}
+
+/* Fork the case's child; fds: its stderr, stdout (argv only), and the
+ * announcement pipe. */
+static pid_t case_start(const struct tu_case *c, unsigned seconds, int fds[3])
+{
+	int ep[2], op[2], xp[2];
+	fflush(NULL);
+	if (pipe2(ep, O_CLOEXEC) || pipe2(op, O_CLOEXEC) || pipe2(xp, O_CLOEXEC))
+		tu_hard_error("pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		tu_hard_error("fork: %s", strerror(errno));
+	if (pid == 0) {
+		struct rlimit rl = { 0, 0 };
+		setrlimit(RLIMIT_CORE, &rl);
+		signal(SIGALRM, SIG_DFL); /* xpfo's own handlers stay */
+		alarm(seconds);
+		dup2(ep[1], 2);
+		expect_fd = xp[1];
+		if (!c->argv)
+			_exit(c->fn(c->arg));
+		char fd[16];
+		dup2(op[1], 1);
+		expect_fd = dup(xp[1]); /* without close-on-exec */
+		snprintf(fd, sizeof fd, "%d", expect_fd);
+		setenv("TU_EXPECT_FD", fd, 1);
+		apply_env(c->envset);
+		execv(c->argv[0], c->argv);
+		dprintf(2, "exec %s: %s\n", c->argv[0], strerror(errno));
+		_exit(99);
+	}
+	close(ep[1]);
+	close(op[1]);
+	close(xp[1]);
+	fds[0] = ep[0];
+	fds[1] = op[0];
+	fds[2] = xp[0];
+	return pid;
+}
+
+static size_t read_all(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + len, cap - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (len += (size_t)r) == cap - 1)
+			break;
+	}
+	buf[len] = 0;
+	close(fd);
+	return len;
+}
+
+/* Copy line `text`'s first line into buf; returns the next line or NULL. */
+static const char *line_at(const char *text, char *buf, size_t cap)
+{
+	size_t n = strcspn(text, "\n");
+	snprintf(buf, cap, "%.*s", (int)n, text);
+	return text[n] && text[n + 1] ? text + n + 1 : NULL;
+}
+
+/* What is wrong with stderr after the lead line, or NULL. */
+static const char *err_problem(enum tu_err m, const char *rest, const char *want, int nwant)
+{
+	char line[1024];
+	if ((m == TU_ERR_LINE || m == TU_ERR_NOT) && nwant != 1)
+		return nwant ? "the child announced more than one line"
+			     : "the child ended before it misbehaved (no line announced)";
+	if (m == TU_ERR_EMPTY)
+		return *rest ? "stderr is not empty" : NULL;
+	if (m == TU_ERR_LINE)
+		return line_at(rest, line, sizeof line) ? "more than one line on stderr"
+		       : !tu_line_matches(line, want) ? "stderr is not the announced line" : NULL;
+	for (const char *l = *rest ? rest : NULL; l;) {
+		l = line_at(l, line, sizeof line);
+		if (m == TU_ERR_NOT && tu_line_matches(line, want))
+			return "the announced line appeared";
+		if (m == TU_ERR_ANY && !strncmp(line, "xpfo: violation", 15))
+			return "unexpected violation report";
+	}
+	return NULL;
+}
+
+/* Skip the lead line c expects; *problem when it is missing, or when an
+ * unexpected warning comes first. */
+static const char *lead_skip(const struct tu_case *c, enum tu_err m, const char *err,
+			     const char **problem)
+{
+	size_t n = strcspn(err, "\n");
+	if (c->lead) {
+		if (glob1(c->lead, err, n))
+			return err + n + (err[n] == '\n');
+		*problem = "the expected leading line is missing";
+	} else if (m != TU_ERR_ANY && !strncmp(err, "xpfo: warning: ", 15)) {
+		*problem = "an unexpected warning";
+	}
+	return err;
+}
+
+static int ending_ok(const struct tu_case *c, int st, char *want, size_t cap)
+{
+	if (c->signal > 0) {
+		snprintf(want, cap, "death by %s", sigabbrev_np(c->signal));
+		return WIFSIGNALED(st) && WTERMSIG(st) == c->signal;
+	}
+	snprintf(want, cap, c->signal ? "any ending" : "exit %d", c->code);
+	return c->signal || (WIFEXITED(st) && WEXITSTATUS(st) == c->code);
+}
+
+static int case_check(const struct tu_case *c, unsigned seconds, struct tu_child *r, char *xbuf)
+{
+	enum tu_err m = c->err != TU_ERR_AUTO ? c->err : c->signal > 0 ? TU_ERR_LINE : TU_ERR_ANY;
+	int nwant = 0;
+	for (const char *l = xbuf; (l = strchr(l, '\n')); l++)
+		nwant++;
+	xbuf[strcspn(xbuf, "\n")] = 0;
+	const char *problem = NULL, *rest = lead_skip(c, m, r->err, &problem);
+	if (!problem)
+		problem = err_problem(m, rest, xbuf, nwant);
+	char want[64];
+	int end = ending_ok(c, r->status, want, sizeof want);
+	CHECK(end, "%s: the child ended with %s, expected %s", c->name, tu_status_str(r->status),
+	      want);
+	CHECK(!problem, "%s: %s\n  announced: %s", c->name, problem, nwant ? xbuf : "(nothing)");
+	if (!end || problem) {
+		if (WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGALRM)
+			fprintf(stderr, "     %s: timed out after %u s: a hang or a deadlock\n",
+				c->name, seconds);
+		fprintf(stderr, "---- %s: child stderr ----\n%s---- end ----\n", c->name, r->err);
+		return 1;
+	}
+	char line[1024];
+	const char *l = line_at(rest, line, sizeof line);
+	fprintf(stderr, "ok   %s (%s)%s%s\n", c->name, tu_status_str(r->status), *line ? ": " : "",
+		line);
+	while (l) {
+		l = line_at(l, line, sizeof line);
+		fprintf(stderr, "       %s\n", line);
+	}
+	return 0;
+}
+
+int tu_run_case(const struct tu_case *c, unsigned seconds, struct tu_child *res)
+{
+	static struct tu_child own;
+	static char xbuf[2048];
+	struct tu_child *r = res ? res : &own;
+	int fds[3];
+	memset(r, 0, sizeof *r);
+	pid_t pid = case_start(c, seconds, fds);
+	drain(fds[0], r->err, &r->errlen, fds[1], r->out, &r->outlen, sizeof r->err);
+	read_all(fds[2], xbuf, sizeof xbuf);
+	while (waitpid(pid, &r->status, 0) < 0)
+		if (errno != EINTR)
+			tu_hard_error("waitpid: %s", strerror(errno));
+	if (WIFEXITED(r->status) && WEXITSTATUS(r->status) >= 97 && WEXITSTATUS(r->status) <= 99)
+		tu_hard_error("%s: the case could not run (%s): %s", c->name,
+			      tu_status_str(r->status), r->err);
+	return case_check(c, seconds, r, xbuf);
 }
 
 #ifdef TU_STATIC

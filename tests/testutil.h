@@ -3,7 +3,8 @@
  * Checks: CHECK(cond, fmt, ...) records a failure with file:line and goes
  * on; tu_exit() ends the program with automake's codes (0 pass, 1 fail).
  * Children: tu_run_child() runs a function in a forked child with stderr
- * captured, and reports how it ended.
+ * captured, and reports how it ended; tu_run_case() runs a misuse or fault
+ * case there and checks its end and its exact stderr line.
  * xpfo's API is looked up with dlsym() at run time, so one test source runs
  * linked against libxpfo, under LD_PRELOAD, and (to validate the test
  * itself) against glibc's malloc.
@@ -70,6 +71,48 @@ int tu_run_cmd(char *const argv[], const char *const envset[],
 
 /* "exit 0", "killed by SIGSEGV", ... for messages. */
 const char *tu_status_str(int status);
+
+/* ---- one case in a child, checked ------------------------------------- */
+
+/* The runner of the misuse, isolation and hardening suites.  A case runs in
+ * a child: fn(arg) in a fork (xpfo's signal handlers kept: a fault must be
+ * reported), or argv executed (a re-execution of the test with other
+ * XPFO_OPTIONS, which xpfo reads once at start).  Core dumps are off and an
+ * alarm of `seconds` ends a hang.  Before it misbehaves, the child announces
+ * the exact stderr line it is about to cause with tu_expect(), so addresses
+ * and thread ids are its own.  In that line "<N>" matches a decimal number,
+ * "<N:lo-hi>" one in [lo, hi], "<N:a|b|c>" one of those. */
+void tu_expect(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+enum tu_err {
+	TU_ERR_AUTO,  /* TU_ERR_LINE when the case must die by a signal, else TU_ERR_ANY */
+	TU_ERR_LINE,  /* stderr is exactly the announced line */
+	TU_ERR_EMPTY, /* stderr is empty */
+	TU_ERR_ANY,   /* anything but an "xpfo: violation" line */
+	TU_ERR_NOT,   /* the announced line does not appear */
+};
+
+struct tu_case {
+	const char *name;
+	int (*fn)(void *);  /* runs in the child; its return is the exit status */
+	void *arg;
+	int signal;         /* > 0: must die by it; 0: must exit with `code`; < 0: any end */
+	int code;
+	enum tu_err err;
+	/* One leading line of stderr ("xpfo: warning: ..." or "xpfo: error: ...")
+	 * matching this ('*' stands for any text), NULL: none.  Without one, a
+	 * warning line fails the case (except with TU_ERR_ANY). */
+	const char *lead;
+	char *const *argv;  /* set: execute it instead of fn */
+	const char *const *envset; /* for argv, as tu_run_cmd's */
+};
+
+/* Run c, check its end and its stderr (CHECK), log "ok" or the child's
+ * stderr.  res (may be NULL) gets the child's status and output; exit 97-99
+ * of the child (it could not run) is a hard error.  Returns 0 when passed. */
+int tu_run_case(const struct tu_case *c, unsigned seconds, struct tu_child *res);
+/* Does `line` match `pattern` (the "<N>" forms above)? */
+int tu_line_matches(const char *line, const char *pattern);
 
 /* ---- xpfo, looked up at run time ------------------------------------- */
 

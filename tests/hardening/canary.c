@@ -39,7 +39,7 @@ static int overflow(size_t n, size_t off, unsigned char val, int how)
 	char *p = block(n);
 	size_t u = malloc_usable_size(p);
 	memset(p, 'x', u);
-	h_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
+	tu_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
 		 (void *)p, u + 8);
 	/* a different byte (at off > 0 the canary's byte is random: writing
 	 * its own value would change nothing) */
@@ -79,7 +79,7 @@ static int c_free_other_thread(const char *a)
 	pthread_t t;
 	char *p = block(100);
 	size_t u = malloc_usable_size(p);
-	h_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
+	tu_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
 		 (void *)p, u + 8);
 	((volatile char *)p)[u] = 'A';
 	remote_p = p;
@@ -106,7 +106,7 @@ static int c_aligned(const char *a)
 	}
 	if (!p)
 		return 97;
-	h_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
+	tu_expect("xpfo: fatal: canary of %p (size class %zu) corrupted: buffer overflow" ROOT,
 		 (void *)p, u + 8);
 	((volatile char *)p)[u] = 'A';
 	free(h_opaque(p));

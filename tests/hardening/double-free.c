@@ -23,7 +23,7 @@ static int twice(size_t n, int flush, int second_free)
 		xpfo_flush();
 	if (!second_free)
 		return 0;
-	h_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
+	tu_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	free(h_opaque(p));
 	return 0;
 }
@@ -48,7 +48,7 @@ static int c_run_segment_gone(const char *a)
 	free(p);
 	free(other);
 	xpfo_flush();
-	h_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
+	tu_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	free(h_opaque(p));
 	return 0;
 }
@@ -72,7 +72,7 @@ static int c_small_other_thread(const char *a)
 	memset(p, 1, 100);
 	p_shared = p;
 	free(p);
-	h_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
+	tu_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	if (pthread_create(&t, NULL, free_it, NULL))
 		return 97;
 	pthread_join(t, NULL);
@@ -92,7 +92,7 @@ static int c_small_remote_first(const char *a)
 	if (pthread_create(&t, NULL, free_it, NULL))
 		return 97;
 	pthread_join(t, NULL);
-	h_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
+	tu_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	free(h_opaque(p));
 	return 0;
 }

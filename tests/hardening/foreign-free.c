@@ -14,7 +14,7 @@
 
 static int foreign(void *p)
 {
-	h_expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT, p);
+	tu_expect("xpfo: fatal: invalid free of %p: not from the xpfo heap" ROOT, p);
 	free(h_opaque(p));
 	return 0;
 }

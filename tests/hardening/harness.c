@@ -28,14 +28,6 @@ static void out_line(char tag, const char *fmt, va_list ap)
 		_exit(98);
 }
 
-void h_expect(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	out_line('E', fmt, ap);
-	va_end(ap);
-}
-
 void h_note(const char *fmt, ...)
 {
 	va_list ap;
@@ -52,7 +44,7 @@ void *h_opaque(void *p)
 
 void h_expect_violation(const char *access, const void *a, const char *owner)
 {
-	h_expect("xpfo: violation: %s of %p %s from thread %d in compartment \"root\"", access, a,
+	tu_expect("xpfo: violation: %s of %p %s from thread %d in compartment \"root\"", access, a,
 		 owner, (int)gettid());
 }
 
@@ -144,138 +136,43 @@ long h_arg_long(const char *arg, const char *key, long dflt)
 
 /* ---- parent side ------------------------------------------------------- */
 
-/* `pat` with at most one '*' (any text) against the whole of s[0..n). */
-static int glob1(const char *pat, const char *s, size_t n)
-{
-	const char *star = strchr(pat, '*');
-	if (!star)
-		return strlen(pat) == n && !memcmp(pat, s, n);
-	size_t pre = (size_t)(star - pat), post = strlen(star + 1);
-	return n >= pre + post && !memcmp(pat, s, pre) && !memcmp(star + 1, s + n - post, post);
-}
-
-/* The "E " line of the child's stdout (without "E "), into want. */
-static int find_expect(const char *out, char *want, size_t cap)
-{
-	for (const char *l = out; *l;) {
-		const char *nl = strchr(l, '\n');
-		size_t n = nl ? (size_t)(nl - l) : strlen(l);
-		if (n >= 2 && l[0] == 'E' && l[1] == ' ') {
-			if (n - 2 + 2 > cap)
-				return 0;
-			memcpy(want, l + 2, n - 2);
-			want[n - 2] = '\n';
-			want[n - 1] = 0;
-			return 1;
-		}
-		if (!nl)
-			break;
-		l = nl + 1;
-	}
-	return 0;
-}
-
-static const char *one_line(const char *s)
-{
-	static char buf[600];
-	size_t n = strcspn(s, "\n");
-	if (n >= sizeof buf)
-		n = sizeof buf - 1;
-	memcpy(buf, s, n);
-	buf[n] = 0;
-	return buf;
-}
-
+/* One run: its case re-executed with the run's XPFO_OPTIONS, through
+ * testutil's case runner. */
 static int run_one(const char *self, const struct hrun *r, const char *prog)
 {
 	char *argv[] = { (char *)self, (char *)"--case", (char *)r->name,
 			 (char *)(r->arg ? r->arg : ""), NULL };
-	char env[512];
+	char env[512], name[600];
 	const char *envset[2] = { env, NULL };
-	struct tu_child c;
-	char want[1024] = "";
-	int have_want, ok = 1;
 	const char *opts = r->options ? r->options : "(unset)";
+	static const int sig[] = { [HX_DETECT] = 0, [HX_SILENT] = 0, [HX_EXIT] = 0, [HX_NOT] = -1 };
+	static const enum tu_err err[] = { [HX_DETECT] = TU_ERR_LINE, [HX_SILENT] = TU_ERR_EMPTY,
+					   [HX_EXIT] = TU_ERR_EMPTY, [HX_NOT] = TU_ERR_NOT };
+	struct tu_case c = { .name = name, .argv = argv, .envset = envset, .lead = r->warn,
+			     .err = err[r->expect], .signal = sig[r->expect] };
+	struct tu_child res;
 
+	if (r->expect == HX_DETECT)
+		c.signal = r->value;
+	else if (r->expect == HX_EXIT)
+		c.code = r->value;
+	snprintf(name, sizeof name, "%s: %s [%s]", prog, r->name, opts);
 	if (r->options)
 		snprintf(env, sizeof env, "XPFO_OPTIONS=%s", r->options);
 	else
 		snprintf(env, sizeof env, "XPFO_OPTIONS");
-	if (tu_run_cmd(argv, envset, 30, &c) != 0)
-		tu_hard_error("cannot run %s: %s", self, strerror(errno));
-	if (WIFEXITED(c.status) && WEXITSTATUS(c.status) >= 97 && WEXITSTATUS(c.status) <= 99)
-		tu_hard_error("%s [%s]: the case could not run (%s): %s", r->name, opts,
-			      tu_status_str(c.status), c.err);
-	have_want = find_expect(c.out, want, sizeof want);
-
-	/* the warning the run expects, if any, comes first */
-	const char *rest = c.err;
-	if (r->warn) {
-		size_t n = strcspn(rest, "\n");
-		if (strncmp(rest, "xpfo: warning: ", 15) || !glob1(r->warn, rest, n)) {
-			CHECK(0, "%s [%s]: expected the warning \"%s\", stderr is \"%s\"", r->name,
-			      opts, r->warn, c.err);
-			ok = 0;
-		} else {
-			fprintf(stderr, "  warning as expected: %s\n", one_line(rest));
-			rest += n + (rest[n] == '\n');
-		}
-	}
-	if (ok && !strncmp(rest, "xpfo: warning: ", 15)) {
-		CHECK(0, "%s [%s]: unexpected warning: %s", r->name, opts, one_line(rest));
-		ok = 0;
-	}
-
-	switch (r->expect) {
-	case HX_DETECT:
-		if (!have_want) {
-			CHECK(0, "%s [%s]: the child ended (%s) before it misbehaved: %s", r->name,
-			      opts, tu_status_str(c.status), c.err);
-			return 0;
-		}
-		CHECK(WIFSIGNALED(c.status) && WTERMSIG(c.status) == r->value,
-		      "%s [%s]: ended by %s, expected %s", r->name, opts, tu_status_str(c.status),
-		      sigabbrev_np(r->value));
-		CHECK(!strcmp(rest, want),
-		      "%s [%s]: stderr is\n    \"%s\"\n  expected exactly\n    \"%s\"", r->name,
-		      opts, rest, want);
-		ok = ok && WIFSIGNALED(c.status) && WTERMSIG(c.status) == r->value &&
-		     !strcmp(rest, want);
-		break;
-	case HX_SILENT:
-	case HX_EXIT: {
-		int code = r->expect == HX_SILENT ? 0 : r->value;
-		CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == code,
-		      "%s [%s]: ended by %s, expected exit %d; stderr: %s", r->name, opts,
-		      tu_status_str(c.status), code, c.err);
-		CHECK(!*rest, "%s [%s]: expected nothing on stderr, got \"%s\"", r->name, opts, rest);
-		ok = ok && WIFEXITED(c.status) && WEXITSTATUS(c.status) == code && !*rest;
-		break;
-	}
-	case HX_NOT:
-		if (!have_want) {
-			CHECK(0, "%s [%s]: the child ended (%s) before it misbehaved: %s", r->name,
-			      opts, tu_status_str(c.status), c.err);
-			return 0;
-		}
-		CHECK(!strstr(rest, want), "%s [%s]: the message appeared with the mitigation off: %s",
-		      r->name, opts, rest);
-		ok = ok && !strstr(rest, want);
-		break;
-	}
-	if (ok)
-		fprintf(stderr, "ok: %s: %s [%s]: %s%s%s\n", prog, r->name, opts,
-			tu_status_str(c.status), *rest ? ": " : "", *rest ? one_line(rest) : "");
-	if (ok && r->why)
+	if (tu_run_case(&c, 30, &res))
+		return 0;
+	if (r->why)
 		fprintf(stderr, "    (%s)\n", r->why);
 	/* the child's notes */
-	for (const char *l = c.out; ok && *l;) {
+	for (const char *l = res.out; *l;) {
 		size_t n = strcspn(l, "\n");
 		if (n >= 2 && l[0] == 'N' && l[1] == ' ')
 			fprintf(stderr, "    note: %.*s\n", (int)(n - 2), l + 2);
 		l += n + (l[n] == '\n');
 	}
-	return ok;
+	return 1;
 }
 
 int h_main(int argc, char **argv, const char *prog, const struct hcase *cases, size_t ncases,

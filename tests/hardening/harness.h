@@ -4,9 +4,9 @@
  * A run is one case under one XPFO_OPTIONS value: the program re-executes
  * itself as `prog --case NAME ARG` with XPFO_OPTIONS set (options are read
  * once, at start), captures the child's stdout and stderr, and checks how it
- * ended.  Before it misbehaves, the child writes the exact line xpfo must
- * print to its stdout ("E <line>"), so addresses and thread ids are the
- * child's own.  Expectations:
+ * ended (testutil.h's tu_run_case).  Before it misbehaves, the child
+ * announces the exact line xpfo must print with tu_expect(), so addresses
+ * and thread ids are the child's own.  Expectations:
  *
  *   HX_DETECT  killed by `sig`, stderr is exactly the expected line (after
  *              the one warning line the run may expect);
@@ -43,8 +43,7 @@
 
 /* ---- child side -------------------------------------------------------- */
 
-/* The exact line xpfo must write (printf format, no newline). */
-void h_expect(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The exact line xpfo must write: testutil.h's tu_expect(). */
 /* A note for the log ("N <text>"). */
 void h_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Hide a pointer from the compiler, so misuse is not folded away. */

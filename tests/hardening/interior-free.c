@@ -27,7 +27,7 @@ static int interior(const char *a, size_t n, size_t off)
 		free(h_opaque(p));
 		return 0;
 	}
-	h_expect("xpfo: fatal: invalid free of %p: interior pointer of the block at %p "
+	tu_expect("xpfo: fatal: invalid free of %p: interior pointer of the block at %p "
 		 "(size class %zu)" ROOT, (void *)(p + off), (void *)p, cls);
 	free(h_opaque(p + off));
 	return 0;

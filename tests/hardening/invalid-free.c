@@ -26,7 +26,7 @@ static int c_metadata(const char *a)
 	xpfo_compartment_t *c = xpfo_compartment_create("hardening", 0);
 	if (!c)
 		return 97;
-	h_expect("xpfo: fatal: invalid free of %p: points into xpfo's metadata" ROOT, (void *)c);
+	tu_expect("xpfo: fatal: invalid free of %p: points into xpfo's metadata" ROOT, (void *)c);
 	free(h_opaque(c));
 	return 0;
 }
@@ -47,7 +47,7 @@ static int c_freed_run_inside(const char *a)
 	if (!p)
 		return 97;
 	free(p);
-	h_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)(p + 16));
+	tu_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)(p + 16));
 	free(h_opaque(p + 16));
 	return 0;
 }
@@ -62,7 +62,7 @@ static int c_slab_tail(const char *a)
 	if (malloc_usable_size(p) + canary != 80)
 		return 97;
 	char *tail = (char *)((unsigned long)p & ~(h_page() - 1)) + 51 * 80;
-	h_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)tail);
+	tu_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)tail);
 	free(h_opaque(tail));
 	return 0;
 }
@@ -73,7 +73,7 @@ static int c_guard_page(const char *a)
 	char *p = malloc(65536);
 	if (!p)
 		return 97;
-	h_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)(p + 65536));
+	tu_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)(p + 65536));
 	free(h_opaque(p + 65536));
 	return 0;
 }
@@ -105,7 +105,7 @@ static int metadata_below(int part)
 		return 97;
 	}
 	char *p = (char *)lo + 64;
-	h_expect("xpfo: fatal: invalid free of %p: points into xpfo's metadata" ROOT, (void *)p);
+	tu_expect("xpfo: fatal: invalid free of %p: points into xpfo's metadata" ROOT, (void *)p);
 	free(h_opaque(p));
 	return 0;
 }
@@ -121,7 +121,7 @@ static int c_usable_size_freed(const char *a)
 	if (!p)
 		return 97;
 	free(p);
-	h_expect("xpfo: fatal: malloc_usable_size of freed pointer %p" ROOT, (void *)p);
+	tu_expect("xpfo: fatal: malloc_usable_size of freed pointer %p" ROOT, (void *)p);
 	return malloc_usable_size(h_opaque(p)) ? 3 : 4;
 }
 

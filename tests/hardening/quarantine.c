@@ -29,7 +29,7 @@ static char *stale(void)
 	size_t u = malloc_usable_size(p);
 	memset(p, 'x', u);
 	free(p);
-	h_expect("xpfo: fatal: write after free of %p (byte 3 of the block, size class %zu)" ROOT,
+	tu_expect("xpfo: fatal: write after free of %p (byte 3 of the block, size class %zu)" ROOT,
 		 (void *)p, u + canary);
 	((volatile char *)h_opaque(p))[3] = 'Q';
 	return p;

@@ -36,7 +36,7 @@ static int sized(const char *a, const char *fn, size_t n, size_t given)
 	memset(p, 1, n);
 	size_t u = malloc_usable_size(p);
 	size_t cls = n > 16384 ? u : u + canary;
-	h_expect("xpfo: fatal: sized free of %p with size %zu: the block has size class %zu" ROOT,
+	tu_expect("xpfo: fatal: sized free of %p with size %zu: the block has size class %zu" ROOT,
 		 (void *)p, given, cls);
 	f(h_opaque(p), given);
 	return 0;
@@ -67,7 +67,7 @@ static int aligned(const char *a, size_t given)
 	if (!p)
 		return 97;
 	size_t u = malloc_usable_size(p);
-	h_expect("xpfo: fatal: sized free of %p with size %zu: the block has size class %zu" ROOT,
+	tu_expect("xpfo: fatal: sized free of %p with size %zu: the block has size class %zu" ROOT,
 		 (void *)p, given, u + canary);
 	f(h_opaque(p), 64, given);
 	return 0;

@@ -27,7 +27,7 @@ static int waf(const char *a, size_t n, int last)
 	size_t k = last ? u - 1 : 5;
 	memset(p, 'x', u);
 	free(p);
-	h_expect("xpfo: fatal: write after free of %p (byte %zu of the block, size class %zu)" ROOT,
+	tu_expect("xpfo: fatal: write after free of %p (byte %zu of the block, size class %zu)" ROOT,
 		 (void *)p, k, u + canary);
 	((volatile char *)h_opaque(p))[k] = 'A';
 	/* With a quarantine the slot comes out (and is checked) after a random

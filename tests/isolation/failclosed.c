@@ -226,7 +226,7 @@ static int strict_thread(void *arg)
 	xpfo_compartment_t *s = xpfo_compartment_create("strict", XPFO_COMPARTMENT_STRICT);
 	if (!xpfo_enter(s))
 		return 2;
-	iso_expect("xpfo: fatal: thread <N> started while STRICT compartment \"strict\" is entered: "
+	tu_expect("xpfo: fatal: thread <N> started while STRICT compartment \"strict\" is entered: "
 		   "the root heap it starts in is closed (unsupported)");
 	pthread_t t;
 	if (pthread_create(&t, NULL, alloc_thread, NULL))
@@ -246,7 +246,7 @@ int main(int argc, char **argv)
 	iso_stdio_warmup();
 	one_error_line("injected ENOMEM", injected_case);
 	one_error_line("real ENOMEM (VMA limit)", NULL);
-	struct iso_case sc = { "thread started inside STRICT", strict_thread, NULL, SIGABRT };
-	CHECK(iso_run_case(&sc, 30) == 0, "thread started inside STRICT");
+	struct tu_case sc = { "thread started inside STRICT", strict_thread, NULL, SIGABRT };
+	CHECK(tu_run_case(&sc, 30, NULL) == 0, "thread started inside STRICT");
 	tu_exit();
 }

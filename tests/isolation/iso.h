@@ -1,9 +1,8 @@
 /* iso.h - helpers shared by the compartment isolation tests (issue 3).
  *
- * Fault cases run in a forked child that keeps xpfo's SIGSEGV handler (the
- * generic tu_run_child resets SIGSEGV to the default action, which would
- * hide the report).  The child states what it expects with iso_expect()
- * before misbehaving, so addresses and thread ids are the child's own.
+ * Fault cases run through testutil.h's tu_run_case (a forked child that
+ * keeps xpfo's SIGSEGV handler; the child announces its line with
+ * tu_expect() before misbehaving).
  */
 #ifndef XPFO_ISO_H
 #define XPFO_ISO_H
@@ -17,6 +16,10 @@
 
 #define ISO_PAGE 4096u
 
+/* Case tables list name, fn, arg and signal of struct tu_case; the other
+ * fields keep their defaults. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 /* In a child case: a step that must work, or the case ends with code and
  * says which step failed and why. */
 #define NEED(cond, code)                                                    \
@@ -27,28 +30,6 @@
 			return code;                                        \
 		}                                                           \
 	} while (0)
-
-/* ---- fault cases ------------------------------------------------------- */
-
-struct iso_case {
-	const char *name;
-	int (*fn)(void *);  /* runs in the child; its return is the exit status */
-	void *arg;
-	int want_signal;    /* 0: must exit 0; else must die by this signal */
-	/* The child must write exactly one xpfo line (want_signal != 0), equal
-	 * to what it announced with iso_expect().  "<N>" in the announced line
-	 * matches one or more decimal digits. */
-};
-
-/* In the child: announce the exact stderr line it is about to cause. */
-void iso_expect(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Run one case in a child (fork; stderr captured; alarm of `seconds`) and
- * check how it ended and what it wrote.  Returns 0 when the case passed. */
-int iso_run_case(const struct iso_case *c, unsigned seconds);
-
-/* Does `line` match `pattern` where "<N>" stands for [0-9]+? */
-bool iso_line_matches(const char *line, const char *pattern);
 
 /* ---- the process -------------------------------------------------------- */
 

@@ -75,7 +75,7 @@ static int closed_access(void *arg)
 	NEED(p, 3);
 	NEED(xpfo_owner(p) == c, 4);
 	NEED(xpfo_owner(p + a->off) == c, 5);
-	iso_expect(OWNED, a->write ? "write" : "read", (void *)(p + a->off), "vault",
+	tu_expect(OWNED, a->write ? "write" : "read", (void *)(p + a->off), "vault",
 		   (int)iso_gettid(), "root");
 	if (a->write)
 		wr(p + a->off, 1);
@@ -146,7 +146,7 @@ static int cross_compartment(void *arg)
 	unsigned char *mine = malloc(200);
 	NEED(mine && xpfo_owner(mine) == a, 5);
 	wr(mine, 1); /* its own compartment is open */
-	iso_expect(OWNED, write ? "write" : "read", (void *)(p + 7), "beta", (int)iso_gettid(),
+	tu_expect(OWNED, write ? "write" : "read", (void *)(p + 7), "beta", (int)iso_gettid(),
 		   "alpha");
 	if (write)
 		wr(p + 7, 1);
@@ -167,7 +167,7 @@ static void *thr_touch(void *arg)
 	struct thr_arg *t = arg;
 	if (t->enter && !xpfo_enter(t->enter))
 		_exit(21);
-	iso_expect(OWNED, "read", (void *)t->p, "beta", (int)iso_gettid(), t->cur);
+	tu_expect(OWNED, "read", (void *)t->p, "beta", (int)iso_gettid(), t->cur);
 	rd(t->p);
 	_exit(22);
 }
@@ -243,7 +243,7 @@ static int open_by_other_thread(void *arg)
 		sched_yield();
 	unsigned char *target = o.p + RUN / 2 + 9;
 	if (keys)
-		iso_expect(OWNED, oc->write ? "write" : "read", (void *)target, "vault",
+		tu_expect(OWNED, oc->write ? "write" : "read", (void *)target, "vault",
 			   (int)iso_gettid(), oc->inside_other ? "alpha" : "root");
 	if (oc->write)
 		wr(target, 'W');
@@ -256,7 +256,7 @@ static int open_by_other_thread(void *arg)
 		sched_yield();
 	__atomic_store_n(&o.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
-	iso_expect(OWNED, "read", (void *)target, "vault", (int)iso_gettid(),
+	tu_expect(OWNED, "read", (void *)target, "vault", (int)iso_gettid(),
 		   oc->inside_other ? "alpha" : "root");
 	rd(target);
 	return 11;
@@ -357,7 +357,7 @@ static int transfer_old_owner(void *arg)
 	if (a->from_compartment)
 		NEED(xpfo_enter(from), 10);
 	size_t off = a->size / 2 + 3;
-	iso_expect(OWNED, a->write ? "write" : "read", (void *)(p + off), "receiver",
+	tu_expect(OWNED, a->write ? "write" : "read", (void *)(p + off), "receiver",
 		   (int)iso_gettid(), a->from_compartment ? "sender" : "root");
 	if (a->write)
 		wr(p + off, 0);
@@ -417,7 +417,7 @@ static int after_destroy(void *arg)
 	NEED(xpfo_owner(p) == NULL, 10);
 	errno = 0;
 	NEED(xpfo_enter(d) == NULL && errno == EINVAL, 11);
-	iso_expect(FREED, "read", (void *)(p + 1), (int)iso_gettid(), "root");
+	tu_expect(FREED, "read", (void *)(p + 1), (int)iso_gettid(), "root");
 	rd(p + 1);
 	return 12;
 }
@@ -443,7 +443,7 @@ static int uaf_after_flush(void *arg)
 	tu_fill(p, a->size, 5);
 	free(p);
 	NEED(xpfo_flush() == 0, 5);
-	iso_expect(FREED, a->write ? "write" : "read", (void *)(p + 4096), (int)iso_gettid(),
+	tu_expect(FREED, a->write ? "write" : "read", (void *)(p + 4096), (int)iso_gettid(),
 		   a->inside ? "worker" : "root");
 	if (a->write)
 		wr(p + 4096, 0);
@@ -466,7 +466,7 @@ static int uaf_after_destroy_neighbour(void *arg)
 	free(p1);
 	NEED(xpfo_compartment_destroy(d) == 0, 5);
 	NEED(xpfo_flush() == 0, 6);
-	iso_expect(FREED, "read", (void *)(p1 + 8), (int)iso_gettid(), "root");
+	tu_expect(FREED, "read", (void *)(p1 + 8), (int)iso_gettid(), "root");
 	rd(p1 + 8);
 	return 15;
 }
@@ -485,7 +485,7 @@ static int strict_root_closed(void *arg)
 	unsigned char *mine = malloc(100);
 	NEED(mine && xpfo_owner(mine) == s, 6);
 	wr(mine, 2);
-	iso_expect(OWNED, "read", (void *)r, "root", (int)iso_gettid(), "locked");
+	tu_expect(OWNED, "read", (void *)r, "root", (int)iso_gettid(), "locked");
 	rd(r);
 	return 14;
 }
@@ -533,7 +533,7 @@ int main(int argc, char **argv)
 			      u_in = { RUN, 1, 0 }, u_huge = { HUGE, 0, 0 };
 	static struct open_case o_read = { 0, 0 }, o_write = { 0, 1 }, o_other = { 1, 0 };
 	static int yes = 1;
-	const struct iso_case cases[] = {
+	const struct tu_case cases[] = {
 		{ "control: inside a compartment", inside_ok, NULL, 0 },
 		{ "control: xpfo_calloc_in into a closed compartment", calloc_closed, NULL, 0 },
 		{ "closed compartment: read of a small block", closed_access, &cr_small, SIGSEGV },
@@ -586,6 +586,6 @@ int main(int argc, char **argv)
 		{ "STRICT (one thread): root's memory from inside", strict_root_closed, NULL, SIGSEGV },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		iso_run_case(&cases[i], 20);
+		tu_run_case(&cases[i], 20, NULL);
 	tu_exit();
 }

@@ -134,7 +134,7 @@ __attribute__((no_sanitize("undefined"))) static int canary_case(void *arg)
 	size_t n = malloc_usable_size(p);
 	p[n] = 'X'; /* the canary's first byte is zero */
 	xpfo_leave(prev);
-	iso_expect("xpfo: fatal: canary of %p (size class <N>) corrupted: buffer overflow "
+	tu_expect("xpfo: fatal: canary of %p (size class <N>) corrupted: buffer overflow "
 		   "(compartment \"root\")", (void *)p);
 	free(p);
 	return 0;
@@ -144,7 +144,7 @@ static int nomove_case(void *arg)
 {
 	(void)arg;
 	xpfo__test_inject(TU_OS_PURGE, ENOMEM, 0, 1000);
-	iso_expect("xpfo: fatal: cannot write a slot of compartment \"nomem\": no /proc/self/mem "
+	tu_expect("xpfo: fatal: cannot write a slot of compartment \"nomem\": no /proc/self/mem "
 		   "and its pages cannot be moved (errno 12)");
 	free(xpfo_malloc_in(comp, SIZE));
 	return 0;
@@ -188,11 +188,11 @@ int main(void)
 	spin_reads();
 	spin_transfers();
 	calloc_zero();
-	struct iso_case canary = { "corrupted canary of a closed compartment's slot, freed from root",
+	struct tu_case canary = { "corrupted canary of a closed compartment's slot, freed from root",
 				   canary_case, NULL, SIGABRT };
-	iso_run_case(&canary, 30);
-	struct iso_case nomove = { "neither /proc/self/mem nor moving: the canary write is fatal",
+	tu_run_case(&canary, 30, NULL);
+	struct tu_case nomove = { "neither /proc/self/mem nor moving: the canary write is fatal",
 				   nomove_case, NULL, SIGABRT };
-	iso_run_case(&nomove, 30);
+	tu_run_case(&nomove, 30, NULL);
 	tu_exit();
 }

@@ -6,8 +6,8 @@
  * Each case runs in a forked child and must exit 0; a step that fails exits
  * with its own code and says which on stderr.
  *   own run: the purge of root's freed 1.5 MiB run fails: nothing is lost
- *     (no purge counted, no failure), and calloc over the same size still
- *     gives zeros.
+ *     (no purge counted, the run not quarantined), and calloc over the same
+ *     size still gives zeros.
  *   transferred run: a run transferred from compartment "sender" to root
  *     and freed by root must change owner with fresh frames; its purge
  *     fails: it is quarantined (revoke_failures + 1, pages_quarantined +
@@ -15,8 +15,9 @@
  *   huge block: the remap that gives a freed 6 MiB block's segments fresh
  *     frames fails: the segments stay out of the pool (still counted in
  *     `segments`), no later huge block lands on them, and calloc of huge
- *     blocks gives zeros; freeing the block again is a double free (fatal
- *     line), not a free of a live block of no one.
+ *     blocks gives zeros; the failure says one "xpfo: error:" line; freeing
+ *     the block again is a double free (fatal line), not a free of a live
+ *     block of no one.
  */
 #include "iso.h"
 
@@ -60,7 +61,9 @@ static int own_run(void *arg)
 	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
 	tu_stats(&s1);
 	NEED(s1.purges == s0.purges, 5);          /* the purge was the one that failed */
-	NEED(s1.revoke_failures == s0.revoke_failures, 6);
+	/* at most the segment the free emptied: its remap failed too, so it
+	 * is kept out and reported (alloc/policy.c), the run itself is not */
+	NEED(s1.revoke_failures <= s0.revoke_failures + 1, 6);
 	unsigned char *q = calloc(1, RUN);
 	NEED(q && all_zero(q, RUN), 7);
 	free(q);
@@ -131,7 +134,7 @@ static int huge_twice(void *arg)
 	free(h);
 	NEED(xpfo_flush() == 0, 4);
 	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
-	iso_expect("xpfo: fatal: double free of %p (compartment \"root\")", (void *)h);
+	tu_expect("xpfo: fatal: double free of %p (compartment \"root\")", (void *)h);
 	free(h);
 	return 0;
 }
@@ -141,16 +144,16 @@ int main(void)
 	tu_prog = "osfail";
 	tu_xpfo_init(1);
 	iso_stdio_warmup();
-	const struct iso_case cases[] = {
+	const struct tu_case cases[] = {
 		{ "own run: its purge fails: nothing lost, calloc still zero", own_run, NULL, 0 },
 		{ "transferred run: its purge fails: quarantined, never the sender's again",
 		  transferred_run, NULL, 0 },
 		{ "huge block: the remap of its segments fails: they stay out of the pool",
 		  huge_block, NULL, 0 },
 		{ "huge block whose remap failed, freed again: double free", huge_twice, NULL,
-		  SIGABRT },
+		  SIGABRT, .lead = "xpfo: error: cannot purge (released segments) *" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		iso_run_case(&cases[i], 30);
+		tu_run_case(&cases[i], 30, NULL);
 	tu_exit();
 }

@@ -248,7 +248,7 @@ int main(int argc, char **argv)
 				  r_run = { RUN, 2 * RUN }, r_shrink = { RUN, RUN / 2 },
 				  r_huge = { 3u << 20, 5u << 20 }, r_small_run = { 200, RUN };
 	static int yes = 1;
-	const struct iso_case cases[] = {
+	const struct tu_case cases[] = {
 		{ "destroy: root's next run over the compartment's retained freed run is fresh",
 		  destroy_handover, NULL, 0 },
 		{ "destroy: root's next run over a run root freed (queued across the destroy) is "
@@ -273,7 +273,7 @@ int main(int argc, char **argv)
 		  0 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		iso_run_case(&cases[i], 30);
+		tu_run_case(&cases[i], 30, NULL);
 	grow_reexec();
 	tu_exit();
 }

@@ -338,7 +338,7 @@ int main(int argc, char **argv)
 			       x_comp = { RUN, 1 };
 	static size_t s_run = RUN;
 	static struct destroy_arg d_own = { 0 }, d_xfer = { 1 };
-	const struct iso_case cases[] = {
+	const struct tu_case cases[] = {
 		{ "transfer root -> compartment (page run)", by_transfer, &x_root, 0 },
 		{ "transfer root -> compartment (huge block)", by_transfer, &x_root_huge, 0 },
 		{ "transfer compartment -> compartment", by_transfer, &x_comp, 0 },
@@ -351,6 +351,6 @@ int main(int argc, char **argv)
 		{ "destroy, transferred block reused by root", by_destroy, &d_xfer, 0 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		iso_run_case(&cases[i], 30);
+		tu_run_case(&cases[i], 30, NULL);
 	tu_exit();
 }

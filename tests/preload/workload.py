@@ -1,4 +1,4 @@
-# workload.py - a Python workload for tests/preload-python.sh: builds and
+# workload.py - a Python workload for tests/preload/python.sh: builds and
 # drops large dicts, lists and strings, round-trips JSON, runs threads.
 # Deterministic output (run with PYTHONHASHSEED=0).
 import hashlib

@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-threads.sh - multi-threaded programs on xpfo: xz with two threads
+# tests/preload/threads.sh - multi-threaded programs on xpfo: xz with two threads
 # (compress, test, decompress), and xpfo's own stress program built without
 # xpfo, run under LD_PRELOAD.
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -18,7 +18,7 @@ xz_workload() {
 }
 compare_run xz xz_workload
 
-stress=$top_builddir/tests/stress-plain
+stress=$top_builddir/tests/preload/stress-plain
 [ -x "$stress" ] || hard_error "$stress not built"
 stress_workload() {
 	$RUN "$stress" --threads 4 --seconds 3 --quiet

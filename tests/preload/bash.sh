@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-bash.sh - bash on xpfo: arrays, associative arrays, string
+# tests/preload/bash.sh - bash on xpfo: arrays, associative arrays, string
 # manipulation, command substitution, functions, subshells.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo

@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-sqlite.sh - sqlite3 on xpfo: create, insert 100k rows in
+# tests/preload/sqlite.sh - sqlite3 on xpfo: create, insert 100k rows in
 # transactions, index, query, update/delete, vacuum, integrity check.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo

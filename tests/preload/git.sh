@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-git.sh - git on xpfo: init, commit a few hundred files in a few
+# tests/preload/git.sh - git on xpfo: init, commit a few hundred files in a few
 # commits, log, diff, gc, fsck.  Identity and dates are fixed so that commit
 # ids are the same with and without xpfo.
 . "${top_srcdir:-.}/tests/lib.sh"

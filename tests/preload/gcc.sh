@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-gcc.sh - gcc compiling and linking a generated C file on xpfo
+# tests/preload/gcc.sh - gcc compiling and linking a generated C file on xpfo
 # (cc1, as, collect2 and ld all preloaded); the assembly, the program's
 # output and the object's symbols must match the run without xpfo.
 . "${top_srcdir:-.}/tests/lib.sh"

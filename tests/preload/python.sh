@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-python.sh - python3 (dicts, lists, strings, JSON, threads) on xpfo,
+# tests/preload/python.sh - python3 (dicts, lists, strings, JSON, threads) on xpfo,
 # once through LD_PRELOAD= and once through xpfo-run --stats: same output as
 # without xpfo, and xpfo's stats show it served the interpreter.
 . "${top_srcdir:-.}/tests/lib.sh"

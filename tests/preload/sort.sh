@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-sort.sh - sort(1) of a generated 1,000,000-line file on xpfo
+# tests/preload/sort.sh - sort(1) of a generated 1,000,000-line file on xpfo
 # (numeric and text keys, two threads).
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo

@@ -1,5 +1,5 @@
 #!/bin/sh
-# preload-perl.sh - perl on xpfo: hashes, arrays, strings, regexes, sort.
+# tests/preload/perl.sh - perl on xpfo: hashes, arrays, strings, regexes, sort.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
 need_prog perl perl-base

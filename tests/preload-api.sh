@@ -1,6 +1,0 @@
-#!/bin/sh
-# preload-api.sh - the API conformance suite (tests/api-plain, built without
-# xpfo) run under LD_PRELOAD=libxpfo.so: the interposition path.
-. "${top_srcdir:-.}/tests/lib.sh"
-need_xpfo
-LD_PRELOAD=$XPFO_LIB "$top_builddir/tests/api-plain" --require-xpfo
