@@ -322,11 +322,6 @@ static void slab_retire(struct tstate *t, struct slab *s)
 
 /* ---- page runs ---------------------------------------------------------- */
 
-/* Pages granted at once for small runs: one mprotect opens a chunk, and
- * what the run does not use waits in the gather as a spare the thread takes
- * back for its next slab (or revokes with the batch). */
-#define GRANT_CHUNK 16
-
 /* Guard pages split VMAs: each live guarded run or slab costs up to two.
  * So that the VMA count does not grow with the number of live blocks, new
  * guards stop while MAX_LIVE_GUARDS are live (and while the process is over
@@ -359,12 +354,13 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 			owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
 		return a;
 	}
-	/* a whole number of runs, so the spare fits this thread's next one */
-	size_t take = !guard && npages < GRANT_CHUNK && align_pages == 1 && !secret_comp(c)
-			      ? npages * (GRANT_CHUNK / npages) : total;
-	a = pages_alloc(c, take, align_pages, tag, clean);
-	if (!a && take != total)
-		a = pages_alloc(c, take = total, align_pages, tag, clean);
+	/* a span of whole runs, granted at once: the spare waits in the gather
+	 * for this thread's next ones (revoke_grant_span) */
+	size_t take = total;
+	if (!guard && align_pages == 1 && !secret_comp(c))
+		a = pages_alloc_span(c, npages, revoke_grant_span(t, npages), tag, &take, clean);
+	else
+		a = pages_alloc(c, take, align_pages, tag, clean);
 	if (!a && t->g.live) {
 		revoke_flush(t, FR_REUSE);
 		a = pages_alloc(c, take = total, align_pages, tag, clean);
