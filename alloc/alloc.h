@@ -148,6 +148,7 @@ enum range_kind { RK_RUN, RK_HUGE };
 #define GATHER_MAX 4096
 #define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */
 #define GATHER_NIL 0xffff
+#define GATHER_RECENT 16            /* revoked spans remembered for regrants_soon */
 
 /* The gather: a thread's queue of pending revocations (alloc/revoke.c).
  * Entries are also indexed by size, so the thread can take a run back. */
@@ -161,6 +162,17 @@ struct gather {
 	uint64_t free_pages;
 	uint32_t destroy_serial;          /* destroy_serial when the first run came */
 	uint16_t head[GATHER_BUCKETS];
+	/* grants (issue 11): pages the thread's next grant takes at once
+	 * (revoke_grant_span), and the spans its last flushes revoked, to
+	 * count those granted back soon (regrants_soon) */
+	uint32_t span;
+	uint32_t recent_next;
+	uint64_t free_serial;             /* frees queued, ever */
+	struct revoked_span {
+		uintptr_t lo, hi;
+		uint64_t at;              /* free_serial when revoked */
+		uint16_t owner;
+	} recent[GATHER_RECENT];
 	struct range r[GATHER_MAX];
 };
 
@@ -224,6 +236,10 @@ void slab_meta_free(struct slab *s);     /* heap_lock held */
  * whether all pages are known zero.  NULL when the reservation is full. */
 uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, unsigned tag,
 		      bool *clean);
+/* Up to max pages (a multiple of unit, at least unit) of the first free run
+ * of at least unit pages, for a grant span; *got: how many. */
+uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, unsigned tag,
+			   size_t *got, bool *clean);
 #define TAG_LARGE NCLASSES /* segments of page runs; slab segments carry their class */
 /* Whole segments for one huge allocation. */
 uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean);
@@ -259,6 +275,9 @@ enum flush_reason revoke_full_reason(void); /* FR_EAGER with revoke=eager, else 
 /* Queue granted pages the thread did not need (a grant chunk's rest): they
  * can be taken back like freed runs, and are revoked with the batch. */
 bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner);
+/* How many pages a run of npages should take from the allocator at once
+ * (a multiple of npages; npages when no span pays), and grow the span. */
+size_t revoke_grant_span(struct tstate *t, size_t npages);
 void gather_init(struct gather *g);
 /* Take back a queued run of the same owner (cancel its revocation). */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,

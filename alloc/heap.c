@@ -211,12 +211,32 @@ static void t_fill(struct touch *x, void *p, int byte, size_t n)
 		t_write(x, (char *)p + at, buf, n - at < sizeof buf ? n - at : sizeof buf);
 }
 
+/* Offset of the first byte of p[0..n) that is not `byte`, or n: 32 bytes
+ * a step (the write-after-free check runs at every reuse of a slot). */
+static size_t first_not(const unsigned char *p, int byte, size_t n)
+{
+	uint64_t pat = 0x0101010101010101ull * (unsigned char)byte;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		uint64_t w[4];
+		memcpy(w, p + i, sizeof w);
+		if ((w[0] ^ pat) | (w[1] ^ pat) | (w[2] ^ pat) | (w[3] ^ pat))
+			break;
+	}
+	for (; i < n; i++)
+		if (p[i] != (unsigned char)byte)
+			return i;
+	return n;
+}
+
 /* Offset of the first byte of p[0..n) that is not `byte`, or n (also when
  * the slot cannot be read: the check is skipped). */
 static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 {
 	if (x->skipped)
 		return n;
+	if (!x->indirect)
+		return first_not((const unsigned char *)p + x->delta, byte, n);
 	unsigned char buf[1024];
 	for (size_t at = 0; at < n; at += sizeof buf) {
 		size_t k = n - at < sizeof buf ? n - at : sizeof buf;
@@ -322,11 +342,6 @@ static void slab_retire(struct tstate *t, struct slab *s)
 
 /* ---- page runs ---------------------------------------------------------- */
 
-/* Pages granted at once for small runs: one mprotect opens a chunk, and
- * what the run does not use waits in the gather as a spare the thread takes
- * back for its next slab (or revokes with the batch). */
-#define GRANT_CHUNK 16
-
 /* Guard pages split VMAs: each live guarded run or slab costs up to two.
  * So that the VMA count does not grow with the number of live blocks, new
  * guards stop while MAX_LIVE_GUARDS are live (and while the process is over
@@ -359,12 +374,13 @@ static uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t np
 			owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
 		return a;
 	}
-	/* a whole number of runs, so the spare fits this thread's next one */
-	size_t take = !guard && npages < GRANT_CHUNK && align_pages == 1 && !secret_comp(c)
-			      ? npages * (GRANT_CHUNK / npages) : total;
-	a = pages_alloc(c, take, align_pages, tag, clean);
-	if (!a && take != total)
-		a = pages_alloc(c, take = total, align_pages, tag, clean);
+	/* a span of whole runs, granted at once: the spare waits in the gather
+	 * for this thread's next ones (revoke_grant_span) */
+	size_t take = total;
+	if (!guard && align_pages == 1 && !secret_comp(c))
+		a = pages_alloc_span(c, npages, revoke_grant_span(t, npages), tag, &take, clean);
+	else
+		a = pages_alloc(c, take, align_pages, tag, clean);
 	if (!a && t->g.live) {
 		revoke_flush(t, FR_REUSE);
 		a = pages_alloc(c, take = total, align_pages, tag, clean);
@@ -509,17 +525,48 @@ static __attribute__((noinline, cold)) void waf_fatal(void *p, size_t off, unsig
 		   p, off, (unsigned long)classes[cls].size, t ? t->heap->comp->name : "root");
 }
 
+/* The write-after-free check of a freed slot's user bytes: all of them, or
+ * with waf_bytes=N (the default profile) the first N and the last 8, where
+ * stale writes through a freed object's header, list links, reference
+ * count or trailing field land; a write only in between is not seen. */
+static void waf_scan(struct touch *x, void *p, unsigned cls, size_t user)
+{
+	size_t head = opt.waf_bytes && opt.waf_bytes + 8 < user ? opt.waf_bytes : user;
+	size_t off = t_first_not(x, p, free_fill(), head);
+	if (off == head && head < user)
+		off = user - 8 + t_first_not(x, (char *)p + user - 8, free_fill(), 8);
+	if (off < user)
+		waf_fatal(p, off, cls);
+}
+
+/* waf_scan for a slot the thread reaches directly, a word at a time (user
+ * is a multiple of 8): true when it still holds its fill. */
+static inline bool waf_clean_direct(const unsigned char *p, size_t user)
+{
+	uint64_t pat = 0x0101010101010101ull * (unsigned char)free_fill(), acc = 0, w;
+	size_t head = opt.waf_bytes && opt.waf_bytes < user - 8 ? opt.waf_bytes : user - 8;
+	for (size_t i = 0; i < head; i += 8) {
+		memcpy(&w, p + i, sizeof w);
+		acc |= w ^ pat;
+	}
+	memcpy(&w, p + user - 8, sizeof w);
+	return !(acc | (w ^ pat));
+}
+
 /* Hardening work on a slot being handed out (t->hard says some is on). */
 static __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, void *p)
 {
 	size_t size = classes[s->cls].size, user = size - canary_bytes;
+	if (opt.waf_check && !opt.junk && touch_direct(t, s->owner) &&
+	    waf_clean_direct((const unsigned char *)p, user)) {
+		if (canary_bytes)
+			memcpy((char *)p + user, &s->canary, canary_bytes);
+		return; /* the usual case, without struct touch */
+	}
 	struct touch x;
 	touch_begin(&x, t, s->owner, p, size);
-	if (opt.waf_check) {
-		size_t off = t_first_not(&x, p, free_fill(), user);
-		if (off < user)
-			waf_fatal(p, off, s->cls);
-	}
+	if (opt.waf_check)
+		waf_scan(&x, p, s->cls, user);
 	if (opt.junk)
 		t_fill(&x, p, 0xdb, user);
 	if (canary_bytes)

@@ -196,6 +196,13 @@ void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner)
 			owner, __ATOMIC_RELEASE);
 }
 
+/* a pending run without a class that lost its first pages: its other pages
+ * already say pending, only the new head (the length) is written */
+void owner_set_pending_head(uintptr_t addr, size_t npages, uint16_t owner)
+{
+	set_run(addr, 1, PG_MAKE(PG_PENDING, npages), 0, false, owner, __ATOMIC_RELEASE);
+}
+
 /* the owner from the start: an open/close walk that runs before the run is
  * set up must already count these pages as the owner's */
 void owner_set_taken(uintptr_t addr, size_t npages, uint16_t owner)

@@ -116,6 +116,8 @@ void owner_set_slab(uintptr_t addr, size_t npages, uint32_t slab_id, uint16_t ow
 void owner_set_guard(uintptr_t addr, uint16_t owner);
 /* Queued for revocation; a retired slab's pages keep its class (cls >= 0). */
 void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner);
+/* A pending run without class whose head moved forward: only its new head. */
+void owner_set_pending_head(uintptr_t addr, size_t npages, uint16_t owner);
 void owner_set_quarantined(uintptr_t addr, size_t npages, uint16_t owner);
 /* Placeholders of pages just taken (a run being set up), owner from now. */
 void owner_set_taken(uintptr_t addr, size_t npages, uint16_t owner);

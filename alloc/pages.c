@@ -287,6 +287,40 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
 	return r;
 }
 
+/* A span for a thread's grant (issue 11): the first free run of at least
+ * `unit` pages in c's segments of `tag`, taken whole up to `max` pages (a
+ * multiple of unit), so one protection change opens what the thread's next
+ * runs or slabs need; a new segment only when none has `unit` free pages. */
+uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, unsigned tag,
+			   size_t *got, bool *clean)
+{
+	uintptr_t r = 0;
+	pthread_mutex_lock(&heap_lock);
+	struct segment *s;
+	size_t i = SEG_PAGES, n = unit;
+	for (s = c->segs; s; s = s->next) {
+		if (s->kind != SEG_PAGES_K || s->free_pages < unit || s->tag != tag + 1)
+			continue;
+		i = bit_find_run(s->free_map, SEG_PAGES, unit, 1);
+		if (i < SEG_PAGES)
+			break;
+	}
+	if (!s && (s = segs_take(1, 1, tag + 1)) != NULL) {
+		seg_init_pages(c, s, tag + 1);
+		i = 0;
+	}
+	if (s) {
+		size_t end = bit_next(s->free_map, i + unit, i + max < SEG_PAGES ? i + max : SEG_PAGES,
+				      false);
+		n = (end - i) / unit * unit;
+		*clean = seg_take_pages(s, i, n, c->id);
+		r = seg_addr(s) + (i << PAGE_SHIFT);
+	}
+	pthread_mutex_unlock(&heap_lock);
+	*got = n;
+	return r;
+}
+
 uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean)
 {
 	size_t n = align_up(npages << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT;

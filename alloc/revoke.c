@@ -34,6 +34,7 @@
 #include "policy.h"
 
 #include <errno.h>
+#include <string.h>
 
 void gather_init(struct gather *g)
 {
@@ -128,6 +129,7 @@ bool revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 	 * the gather would wait (reachable) for ever */
 	t->g.frees++;
 	t->g.free_pages += npages;
+	t->g.free_serial++;
 	return gather_full(&t->g);
 }
 
@@ -135,6 +137,28 @@ bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t 
 {
 	gather_push(t, addr, npages, owner, RK_RUN, RF_SPARE);
 	return gather_full(&t->g);
+}
+
+/* Grant spans (issue 11): a thread that needs pages takes a span of its
+ * owner's free pages with one protection change, and the rest waits in the
+ * gather as a spare its next runs and slabs take back without a syscall.
+ * The span doubles at every grant, from GRANT_MIN up to GRANT_MAX pages,
+ * and halves when a flush revokes spare pages nobody used.  The spare's
+ * pages are the owner's from then on (I3 holds: they never leave it until
+ * revoked like any freed run).  revoke=eager takes no spare: it would be
+ * revoked at once, a syscall for nothing. */
+#define GRANT_MIN 16
+#define GRANT_MAX 256
+
+size_t revoke_grant_span(struct tstate *t, size_t npages)
+{
+	struct gather *g = &t->g;
+	if (opt.revoke == REVOKE_EAGER || npages >= GRANT_MAX)
+		return npages;
+	size_t span = g->span ? g->span : GRANT_MIN;
+	if (span < GRANT_MAX)
+		g->span = (uint32_t)span * 2;
+	return span < npages ? npages : span / npages * npages;
 }
 
 /* Can queued run r serve a request for npages (flags RF_GUARDED or 0)?  A
@@ -156,6 +180,32 @@ static inline bool fits(const struct range *r, size_t npages, size_t align, uint
 	 * process's too until then; a secret run is never taken back, so
 	 * that every secret run is one whole file (one VMA) of its own */
 	return !alias_in(r->addr, (size_t)r->npages << PAGE_SHIFT) && !secret_comp(comp_table[owner]);
+}
+
+/* Entry i's first npages were taken back: the rest stays queued. */
+static void gather_shrink(struct gather *g, uint16_t i, size_t npages)
+{
+	struct range *r = &g->r[i];
+	unlink_entry(g, i);
+	if (r->npages > npages) {
+		/* keep the tail queued (no longer a whole slab: no class); the
+		 * tail of a run without class already says pending but for its
+		 * head (a grant span is taken one run at a time) */
+		bool classed = RF_CLASS_OF(r->flags) >= 0;
+		r->addr += npages << PAGE_SHIFT;
+		r->npages -= (uint32_t)npages;
+		r->flags &= RF_GUARDED | RF_SPARE;
+		if (classed)
+			set_pending(r);
+		else
+			owner_set_pending_head(r->addr, r->npages, r->owner);
+		link(g, i);
+	} else {
+		r->npages = 0;
+		g->live--;
+	}
+	g->pages -= npages;
+	stat_add(pages_cancelled, npages);
 }
 
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
@@ -200,20 +250,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	}
 	if (locked)
 		pthread_mutex_unlock(&c->lock);
-	unlink_entry(g, found);
-	if (r->npages > npages) {
-		/* keep the tail queued (no longer a whole slab: no class) */
-		r->addr += npages << PAGE_SHIFT;
-		r->npages -= (uint32_t)npages;
-		r->flags &= RF_GUARDED | RF_SPARE;
-		set_pending(r);
-		link(g, found);
-	} else {
-		r->npages = 0;
-		g->live--;
-	}
-	g->pages -= npages;
-	stat_add(pages_cancelled, npages);
+	gather_shrink(g, found, npages);
 	return a;
 }
 
@@ -383,13 +420,16 @@ static void count_flush(enum flush_reason why)
  * may have given its segments to someone else: runs of segments that
  * changed hands are dropped, and *careful says heap_lock is then held
  * across the protection changes so none can change hands meanwhile. */
-static unsigned gather_take(struct gather *g, bool *careful)
+static unsigned gather_take(struct gather *g, bool *careful, unsigned keep)
 {
 	struct range *r = g->r;
 	unsigned n = 0;
 	for (unsigned i = 0; i < g->n; i++) /* compact: drop removed entries */
 		if (r[i].npages)
 			r[n++] = r[i];
+	/* the newest runs stay queued: set aside at the end (gather_restore) */
+	n -= keep;
+	memmove(&r[GATHER_MAX - keep], &r[n], keep * sizeof *r);
 	__atomic_add_fetch(&fast_flushes_inflight, 1, __ATOMIC_ACQ_REL);
 	*careful = g->destroy_serial != __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
 	if (*careful)
@@ -484,9 +524,73 @@ static void gather_release(struct tstate *t, struct range *r, unsigned n)
 	pages_release(r, m);
 }
 
+/* Keep hot runs (issue 11): a flush because the gather is full applies its
+ * oldest runs and keeps the newest queued, at most a quarter of each bound:
+ * those are the runs the thread is about to reuse, and revoke_cancel takes
+ * them back without a syscall.  So a freed run stays reachable by the thread
+ * that freed it (and by nobody else: its owner never changed) for at most
+ * about 1.25 batches.  Any other flush applies everything. */
+static unsigned gather_keep(const struct gather *g, enum flush_reason why)
+{
+	if (why != FR_FULL || opt.revoke != REVOKE_BATCHED)
+		return 0;
+	unsigned keep = 0, window = opt.batch / 4;
+	uint64_t pages = 0;
+	/* only runs among the last `window` queued (taken back ones count):
+	 * a run kept once is older than those at the next full flush */
+	for (unsigned i = g->n; i-- > 0 && i + window >= g->n;) {
+		if (!g->r[i].npages)
+			continue;
+		if (pages + g->r[i].npages > opt.batch_pages / 4)
+			break;
+		pages += g->r[i].npages;
+		keep++;
+	}
+	return keep;
+}
+
+/* The kept runs go back in, counted as frees again (spares are not). */
+static void gather_restore(struct gather *g, unsigned keep)
+{
+	memmove(g->r, &g->r[GATHER_MAX - keep], keep * sizeof *g->r);
+	for (unsigned i = 0; i < keep; i++) {
+		link(g, (uint16_t)i);
+		g->pages += g->r[i].npages;
+		if (!(g->r[i].flags & RF_SPARE)) {
+			g->frees++;
+			g->free_pages += g->r[i].npages;
+		}
+	}
+	g->n = g->live = keep;
+}
+
+/* Remember the spans just revoked (adjacent runs of one owner), and halve
+ * the grant span when a spare was revoked unused. */
+static void note_revoked(struct gather *g, const struct range *r, unsigned n)
+{
+	bool spare = false;
+	for (unsigned i = 0; i < n;) {
+		unsigned j = i + 1;
+		while (j < n && r[j].addr == range_end(&r[j - 1]) && r[j].owner == r[i].owner)
+			j++;
+		for (unsigned k = i; k < j; k++)
+			spare |= r[k].npages && (r[k].flags & RF_SPARE);
+		if (r[i].npages) {
+			struct revoked_span *s = &g->recent[g->recent_next++ % GATHER_RECENT];
+			*s = (struct revoked_span){ r[i].addr, range_end(&r[j - 1]), g->free_serial,
+						    r[i].owner };
+		}
+		i = j;
+	}
+	if (spare && g->span > GRANT_MIN)
+		g->span /= 2;
+}
+
 int revoke_flush(struct tstate *t, enum flush_reason why)
 {
 	struct gather *g = &t->g;
+	if (why == FR_EXPLICIT) /* the program says a phase ends: spans start small */
+		g->span = 0;
 	if (!g->live) {
 		gather_init(g);
 		return 0;
@@ -494,10 +598,13 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	count_flush(why);
 	uint64_t pages = g->pages;
 	bool careful;
-	unsigned n = gather_take(g, &careful);
+	unsigned keep = gather_keep(g, why);
+	unsigned n = gather_take(g, &careful, keep);
 	int err = gather_protect(g->r, n, pages);
 	gather_untake(careful);
+	note_revoked(g, g->r, n);
 	gather_release(t, g->r, n);
+	gather_restore(g, keep);
 	return err;
 }
 
@@ -506,9 +613,25 @@ uint64_t flush_serial(void)
 	return __atomic_load_n(&g_stats.flushes, __ATOMIC_RELAXED);
 }
 
-static int grant_now(uintptr_t addr, size_t len, int key)
+/* The statistic that says whether keeping hot runs works: a grant of
+ * pages this thread revoked from the same owner within `batch` frees. */
+static void count_regrant(uint16_t owner, uintptr_t addr, size_t len)
+{
+	struct gather *g = tl_state ? &tl_state->g : NULL;
+	for (unsigned i = 0; g && i < GATHER_RECENT; i++) {
+		const struct revoked_span *s = &g->recent[i];
+		if (s->owner == owner && s->lo < addr + len && addr < s->hi &&
+		    g->free_serial - s->at <= opt.batch) {
+			stat_inc(regrants_soon);
+			return;
+		}
+	}
+}
+
+static int grant_now(uint16_t owner, uintptr_t addr, size_t len, int key)
 {
 	stat_inc(grant_syscalls);
+	count_regrant(owner, addr, len);
 	return os_protect_key((void *)addr, len, OS_RW, key);
 }
 
@@ -518,9 +641,11 @@ int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
 	if (c == &comp_root) /* closed only while a single thread is in a STRICT one */
-		return comp_root.open ? grant_now(addr, len, key_plain()) : 0;
+		return comp_root.open ? grant_now(c->id, addr, len, key_plain()) : 0;
 	int key = pkeys_comp_key(c);
-	return key > 0 ? grant_now(addr, len, key) : c->open ? grant_now(addr, len, key_plain()) : 0;
+	if (key > 0)
+		return grant_now(c->id, addr, len, key);
+	return c->open ? grant_now(c->id, addr, len, key_plain()) : 0;
 }
 
 int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)

@@ -216,6 +216,9 @@ struct xpfo_stats {
 	uint64_t secret_resident_bytes; /* now: their resident frames (smaps Rss) */
 	uint64_t aliases;               /* now: page runs shared with xpfo_share_fd */
 	uint64_t alias_revocations;     /* aliases truncated (or punched) with their pages */
+	/* grants (issue 11) */
+	uint64_t regrants_soon;         /* granting syscalls on pages the same thread revoked
+					   from the same owner within `batch` frees before */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -30,7 +30,8 @@ static void profile_apply(struct options *o, unsigned p)
 	o->canary = !light;
 	o->zero_on_free = !light;
 	o->junk = 0;
-	o->waf_check = strict;
+	o->waf_check = !light; /* default: sampled (waf_bytes), issue 11 */
+	o->waf_bytes = strict ? 0 : 64;
 	o->random_slots = !light;
 	o->random_bases = !light;
 	o->guard_slabs = strict ? 1 : light ? 0 : 64;
@@ -99,6 +100,9 @@ static const struct opt_desc table[] = {
 	  "fill new small allocations with 0xdb and freed ones with 0xdf (instead of zero)" },
 	{ "waf_check", T_BOOL, OFF(waf_check), 0, 1, NULL,
 	  "check that a freed small slot was not written before it is reused (needs zero_on_free)" },
+	{ "waf_bytes", T_UINT, OFF(waf_bytes), 0, 1u << 16, NULL,
+	  "waf_check looks at the first N bytes and the last 8 of a freed slot (0: every byte; "
+	  "default profile 64, strict 0)" },
 	{ "random_slots", T_BOOL, OFF(random_slots), 0, 1, NULL, "random slot order within slabs" },
 	{ "random_bases", T_BOOL, OFF(random_bases), 0, 1, NULL,
 	  "random placement of the heap and of segments in it" },

@@ -30,6 +30,7 @@ struct options {
 	unsigned zero_on_free;   /* small slots zeroed when freed */
 	unsigned junk;           /* fill new small allocations with 0xdb and freed ones with 0xdf */
 	unsigned waf_check;      /* check freed slots stayed zero when reused */
+	unsigned waf_bytes;      /* waf_check: the first N bytes and the last 8 (0: all) */
 	unsigned random_slots;   /* random slot order in slabs */
 	unsigned random_bases;   /* random heap base and segment placement */
 	unsigned guard_slabs;    /* a guard page after every Nth slab (0: none) */

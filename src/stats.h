@@ -17,7 +17,7 @@
 	X(compartment_opens) X(compartment_closes) X(transfers) X(violations) \
 	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped) \
 	X(touches_skipped) \
-	X(close_failures) X(alias_revocations)
+	X(close_failures) X(alias_revocations) X(regrants_soon)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
@@ -49,7 +49,8 @@
 	T(degraded) N(spans_released_unprotected) T(keys_in_use)                 \
 	T(key_evictions) T(compartment_switches) T(live_guards) T(guards_skipped)  \
 	T(touches_skipped) T(close_failures) T(sandbox_denied) T(sandbox_granted) T(sandbox_passed) \
-	T(secret_mapped_bytes) T(secret_resident_bytes) T(aliases) T(alias_revocations)
+	T(secret_mapped_bytes) T(secret_resident_bytes) T(aliases) T(alias_revocations) \
+	N(regrants_soon)
 
 struct stats_global {
 #define X(n) uint64_t n;

@@ -276,6 +276,11 @@ static int coalesce_child(void *arg)
 	enum { N = 16, SIZE = 20480 };
 	char *p[N];
 	struct xpfo_stats a, b;
+	/* the parent's gather may still hold runs (issue 11: a full gather
+	 * keeps its newest queued), which the first mallocs would take back
+	 * from wherever they are: apply it, so the runs come one after the
+	 * other from free pages */
+	xpfo_flush();
 	for (int i = 0; i < N; i++)
 		if (!(p[i] = malloc(SIZE)))
 			return 2;

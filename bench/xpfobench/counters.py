@@ -13,7 +13,8 @@ XPFO_COUNTERS = ["revoke_syscalls", "grant_syscalls", "pages_revoked",
 XPFO_LEVELS = {"vmas", "peak_resident_kib", "pages_quarantined"}
 # the fields kept per run: XPFO_COUNTERS and these (peak_resident_kib is
 # derived from peak_resident_bytes)
-XPFO_KEPT = ["revoke_queued", "pages_purged", "pages_quarantined"]
+XPFO_KEPT = ["revoke_queued", "pages_purged", "pages_quarantined", "allocs",
+             "regrants_soon"]
 
 # the start of an object; the first key is the format's version
 _START = re.compile(r'\{"xpfo_stats": ')
@@ -41,6 +42,8 @@ def counters_of(obj):
     for name in XPFO_COUNTERS + XPFO_KEPT:
         if name == "peak_resident_kib":
             out[name] = obj["peak_resident_bytes"] >> 10
+        elif name not in obj:  # an older libxpfo without the field
+            out[name] = 0
         else:
             out[name] = obj[name]
     return out

@@ -242,6 +242,41 @@ def section_counters(data):
     return o
 
 
+def per_k(x, key):
+    n = x.get("allocs", 0)
+    return fmt(1000.0 * x.get(key, 0) / n) if n else "–"
+
+
+def section_protections(data):
+    """Granting and revoking protection syscalls per 1,000 allocations, the
+    default (batched) against revoke=eager (issue 11)."""
+    rows = []
+    for b in in_bench_order(data, data["profiles"]):
+        pb = data["profiles"][b]
+        d = (pb.get("xpfo") or {}).get("xpfo")
+        e = (pb.get("xpfo-eager") or {}).get("xpfo")
+        if not d or not e:
+            continue
+        eg = e.get("grant_syscalls", 0)
+        rows.append([b, str(d.get("allocs", "–")), per_k(d, "grant_syscalls"),
+                     per_k(e, "grant_syscalls"), per_k(d, "revoke_syscalls"),
+                     per_k(e, "revoke_syscalls"),
+                     fmt(d.get("grant_syscalls", 0) / eg) if eg else "–",
+                     str(d.get("regrants_soon", "–"))])
+    if not rows:
+        return []
+    o = ["\n## Protection syscalls per 1,000 allocations\n"]
+    o.append("Granting and revoking protection syscalls xpfo made (its own counters, "
+             "stats=json, the same untimed run as above) per 1,000 allocations, the "
+             "default (batched) against `revoke=eager`; grants d/e: default over eager; "
+             "regrants soon: grants of pages the same thread revoked from the same "
+             "owner within `batch` frees (default).\n\n")
+    o.append(table(["benchmark", "allocations", "grants/1k default", "grants/1k eager",
+                    "revokes/1k default", "revokes/1k eager", "grants d/e",
+                    "regrants soon"], rows))
+    return o
+
+
 def section_micro(data):
     if not data["micro"]:
         return []
@@ -373,7 +408,7 @@ def report(data, ctx):
     """latest.md, from the run's data (latest.json) alone."""
     o = section_head(data, ctx)
     for section in (section_time, section_rss, section_switches, section_syscalls,
-                    section_counters, section_micro, section_ablation,
+                    section_counters, section_protections, section_micro, section_ablation,
                     section_compartments):
         o += section(data)
     o += section_plots(data, ctx)

@@ -1,5 +1,5 @@
-/* write-after-free.c - with waf_check (on in strict; needs zero_on_free or
- * junk), a freed small slot must still hold its fill when it is handed out
+/* write-after-free.c - with waf_check (on in default and strict, sampled in
+ * default: waf_bytes; needs zero_on_free or junk), a freed small slot must still hold its fill when it is handed out
  * again (or leaves the quarantine); a write through a stale pointer is
  * fatal then:
  *
@@ -17,14 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int waf(const char *a, size_t n, int last)
+/* where: 0 byte 5, 1 the last byte, 2 the middle byte */
+static int waf(const char *a, size_t n, int where)
 {
 	size_t canary = (size_t)h_arg_long(a, "canary", 0);
 	char *p = malloc(n);
 	if (!p)
 		return 97;
 	size_t u = malloc_usable_size(p);
-	size_t k = last ? u - 1 : 5;
+	size_t k = where == 1 ? u - 1 : where == 2 ? u / 2 : 5;
 	memset(p, 'x', u);
 	free(p);
 	tu_expect("xpfo: fatal: write after free of %p (byte %zu of the block, size class %zu)" ROOT,
@@ -50,11 +51,13 @@ static int waf(const char *a, size_t n, int last)
 static int c_first(const char *a) { return waf(a, 40, 0); }
 static int c_last_byte(const char *a) { return waf(a, 40, 1); }
 static int c_1000(const char *a) { return waf(a, 1000, 0); }
+static int c_mid(const char *a) { return waf(a, 1000, 2); }
 
 static const struct hcase cases[] = {
 	{ "byte-5", c_first },
 	{ "last-byte", c_last_byte },
 	{ "size-1000", c_1000 },
+	{ "middle", c_mid },
 };
 
 #define WARN(opt) "xpfo: warning: option " opt ": *keeping the default"
@@ -65,7 +68,8 @@ static const struct hcase cases[] = {
 	ON(c, "profile=default,waf_check=1", "canary=8"),                        \
 	ON(c, "profile=default,waf_check=1,junk=1", "canary=8"),                 \
 	ON(c, "profile=light,waf_check=1,zero_on_free=1", "canary=0"),           \
-	OFF(c, "profile=default"), OFF(c, "profile=light"),                      \
+	ON(c, "profile=default", "canary=8"), /* on by default (issue 11) */     \
+	OFF(c, "profile=default,waf_check=0"), OFF(c, "profile=light"),          \
 	OFF(c, "profile=strict,waf_check=0")
 
 static const struct hrun runs[] = {
@@ -81,8 +85,13 @@ static const struct hrun runs[] = {
 	  "no fill: check off" },
 	{ "byte-5", "profile=strict,waf_check=on", HX_DETECT, SIGABRT, "canary=8",
 	  WARN("waf_check"), "bad value: strict's default (on) kept" },
-	{ "byte-5", "profile=default,waf_check=3", HX_SILENT, 0, NULL, WARN("waf_check"),
-	  "bad value: default's (off) kept" },
+	{ "byte-5", "profile=default,waf_check=3", HX_DETECT, SIGABRT, "canary=8",
+	  WARN("waf_check"), "bad value: default's (on) kept" },
+	/* the default profile checks the first waf_bytes (64) and the last 8
+	 * bytes of a slot: byte 504 of a 1,000-byte block is not seen there */
+	OFF("middle", "profile=default"),
+	ON("middle", "profile=default,waf_bytes=0", "canary=8"),
+	ON("middle", "profile=strict", "canary=8"),
 };
 
 int main(int argc, char **argv)

@@ -16,6 +16,7 @@ iso_tests = \
 	tests/isolation/vmsplice \
 	tests/isolation/contention \
 	tests/isolation/batching \
+	tests/isolation/grants \
 	tests/isolation/vmabudget \
 	tests/isolation/apimisuse \
 	tests/isolation/threadmode \
@@ -53,6 +54,12 @@ tests_isolation_batching_CPPFLAGS = $(iso_cppflags)
 tests_isolation_batching_CFLAGS = $(iso_cflags)
 tests_isolation_batching_LDADD = $(iso_ldadd)
 tests_isolation_batching_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_grants_SOURCES = tests/isolation/grants.c $(iso_sources)
+tests_isolation_grants_CPPFLAGS = $(iso_cppflags)
+tests_isolation_grants_CFLAGS = $(iso_cflags)
+tests_isolation_grants_LDADD = $(iso_ldadd)
+tests_isolation_grants_LDFLAGS = $(iso_ldflags)
 
 tests_isolation_vmabudget_SOURCES = tests/isolation/vmabudget.c $(iso_sources)
 tests_isolation_vmabudget_CPPFLAGS = $(iso_cppflags)
