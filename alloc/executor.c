@@ -12,6 +12,7 @@
  * are registers the kernel holds while the thread waits) or fail it.
  */
 #include "internal.h"
+#include "owner.h"
 #include "sandbox.h"
 
 #include <errno.h>
@@ -42,26 +43,15 @@ struct executor {
 	char name[48];
 };
 
-/* The state of heap page i at the lock, from the copy of the tables. */
+/* The state of heap page i at the lock, from the copy of the tables (read
+ * through the ownership module, the one decoder of page entries). */
 static int snap_state(const struct executor *x, size_t i)
 {
-	struct segment *s = &seg_table[i / SEG_PAGES];
-	size_t p = i % SEG_PAGES;
-	switch (s->kind) {
-	case SEG_UNUSED:
-		return s->releasing ? PS_STALE : PS_FRESH; /* released segments are remapped */
-	case SEG_HUGE:
-	case SEG_HUGE_TAIL:
-		return s->owner == x->id ? PS_MINE : PS_FOREIGN;
-	default:
-		break;
-	}
-	uint32_t e = s->page[p];
-	if (PG_TYPE(e) == PG_FREE)
-		return s->clean_map[p / 64] >> (p % 64) & 1 ? PS_FRESH : PS_STALE;
-	if (s->aux[p] == x->id && PG_TYPE(e) != PG_QUAR)
-		return PS_MINE;
-	return PS_FOREIGN;
+	static const uint8_t by_snap[] = {
+		[OSNAP_FREE_CLEAN] = PS_FRESH, [OSNAP_FREE_STALE] = PS_STALE,
+		[OSNAP_MINE] = PS_MINE, [OSNAP_FOREIGN] = PS_FOREIGN,
+	};
+	return by_snap[owner_snapshot(i, x->id)];
 }
 
 static int page_state(const struct executor *x, size_t i)

@@ -163,6 +163,17 @@ struct owner_desc {
 /* Whose is the page at a (in the heap); async-signal-safe, takes no lock. */
 void owner_describe(uintptr_t a, uint32_t now_serial, struct owner_desc *d);
 
+/* ---- the sandbox executor's snapshot --------------------------------------- */
+enum owner_snap {
+	OSNAP_FREE_CLEAN,  /* the allocator's, no frames: may be granted */
+	OSNAP_FREE_STALE,  /* the allocator's, old frames: a purge first */
+	OSNAP_MINE,        /* compartment id's, live */
+	OSNAP_FOREIGN,     /* anyone else's (quarantined pages too) */
+};
+/* What heap page i (from heap_base) is to compartment id, read from the
+ * tables as they are (alloc/executor.c reads its copy taken at the lock). */
+enum owner_snap owner_snapshot(size_t i, uint16_t id);
+
 /* Debug: the invariant above for every carved segment (heap_lock held). */
 void owner_check(void);
 
