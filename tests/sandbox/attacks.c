@@ -442,6 +442,7 @@ static bool glob(const char *p, const char *s)
 }
 
 static int case_body(const struct acase *c);
+static int a_no_root_key(void *arg);
 
 /* Fork, stdout and stderr into one pipe, the case, its outcome. */
 static int run(const struct acase *c, char *out, size_t n)
@@ -501,6 +502,15 @@ static void check_case(const struct acase *c)
 	printf("%s %s%s\n", ok_status ? "ok  " : "FAIL", threaded ? "two threads: " : "", c->name);
 }
 
+/* With a second thread, a case that returns gives the helper one more
+ * round, but for the forged request: its free of root's run quarantined
+ * that run (the executor refused the purge), so root lost its secret
+ * there (denial of service, out of scope). */
+static bool round_after(const struct acase *c)
+{
+	return !c->want_sig && c->fn != a_no_root_key && c->fn != a_forged_request;
+}
+
 /* c again with a second thread: pkeys, the helper's line before the attack
  * (and after it when the case ends by itself); mprotect, the lock refused. */
 static void check_threaded(const struct acase *c, bool pkeys)
@@ -518,7 +528,7 @@ static void check_threaded(const struct acase *c, bool pkeys)
 	int i = 1;
 	for (int k = 0; k < NLINES - 2 && c->lines[k]; k++)
 		t.lines[i++] = c->lines[k];
-	if (!c->want_sig)
+	if (round_after(c))
 		t.lines[i] = "other thread: ok";
 	check_case(&t);
 }
@@ -528,7 +538,7 @@ static void check_threaded(const struct acase *c, bool pkeys)
 static int case_body(const struct acase *c)
 {
 	int r = c->fn(NULL);
-	if (threaded && !c->want_sig && c->fn != a_no_root_key)
+	if (threaded && round_after(c))
 		helper_round();
 	return r;
 }
