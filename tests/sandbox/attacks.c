@@ -34,8 +34,10 @@
 
 #define SECRET "API-KEY-7f3c9e21d"
 #define RUN_SIZE 65536
+#define LATE_SIZE (8u << 20)
 
 static char *secret_small, *secret_run, *worker_block;
+static char *late_secret;        /* root's, allocated after the lock */
 static xpfo_compartment_t *parser;
 static bool threaded;            /* the case runs with a second thread */
 static int to_helper[2], from_helper[2];
@@ -81,8 +83,23 @@ static void *late_thread(void *arg)
 	return (void *)(intptr_t)root_work();
 }
 
+/* Root's work after the lock: 2, a huge block of root's holding the
+ * secret (on segments that were unused at the lock); 3, the secret
+ * written into it again (root's later writes). */
+static void root_late(char b)
+{
+	xpfo_compartment_t *prev = xpfo_enter(xpfo_root());
+	if (!prev)
+		abort();
+	if (b == 2 && !(late_secret = malloc(LATE_SIZE)))
+		abort();
+	strcpy(late_secret, SECRET);
+	xpfo_leave(prev);
+}
+
 /* Inside compartment "worker" since before the lock; answers each byte on
- * to_helper with one line and a byte on from_helper. */
+ * to_helper (1: a round of root's work, with one line; 2, 3: root_late)
+ * with a byte on from_helper. */
 static void *helper(void *arg)
 {
 	xpfo_compartment_t *w = xpfo_compartment_create("worker", 0);
@@ -92,6 +109,11 @@ static void *helper(void *arg)
 	char b = 0;
 	write(from_helper[1], &b, 1);
 	while (read(to_helper[0], &b, 1) == 1) {
+		if (b > 1) {
+			root_late(b);
+			write(from_helper[1], &b, 1);
+			continue;
+		}
 		pthread_t th;
 		void *late = (void *)1;
 		int e = root_work();
@@ -106,13 +128,16 @@ static void *helper(void *arg)
 	return arg;
 }
 
-/* From the locked thread (read and write are allowed): one helper round. */
-static void helper_round(void)
+/* From the locked thread (read and write are allowed): one helper round
+ * (what: 1, or root_late's 2 or 3). */
+static void helper_ask(char what)
 {
-	char b = 1;
+	char b = what;
 	if (write(to_helper[1], &b, 1) != 1 || read(from_helper[0], &b, 1) != 1)
 		_exit(91);
 }
+
+static void helper_round(void) { helper_ask(1); }
 
 static void helper_start(void)
 {
@@ -316,6 +341,48 @@ static int a_worker_block(void *arg)
 	return 1;
 }
 
+#ifdef __x86_64__
+/* The locked thread's own key: the first one its rights register opens
+ * (RDPKRU; key 0 aside, only the compartment's is open outside xpfo). */
+static int own_key(void)
+{
+	unsigned eax, edx;
+	__asm__ volatile(".byte 0x0f, 0x01, 0xee" : "=a"(eax), "=d"(edx) : "c"(0));
+	for (int k = 1; k < 16; k++)
+		if (!(eax >> (2 * k) & 3))
+			return k;
+	return -1;
+}
+
+/* The executor's record is the state at the lock: root's block allocated
+ * since, on segments that were unused then, must not be given to the
+ * locked compartment's key. */
+static int a_late_root_pkey(void *arg)
+{
+	setup(0);
+	helper_ask(2);
+	int k = own_key();
+	if (k < 0)
+		return 94;
+	return denied(syscall(SYS_pkey_mprotect, page_of(late_secret), 4096, PROT_READ | PROT_WRITE, k),
+		      late_secret);
+}
+
+/* ... nor replaced by a mapping of key 0, where root's later writes land. */
+static int a_late_root_mmap(void *arg)
+{
+	setup(0);
+	helper_ask(2);
+	void *m = mmap(page_of(late_secret), 4096, PROT_READ | PROT_WRITE,
+		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return denied(-1, late_secret);
+	helper_ask(3);
+	leak(late_secret, sizeof SECRET);
+	return 1;
+}
+#endif
+
 /* pkeys without a key for root's pages (root_key=0): with a second thread
  * alive the lock is refused (ENOSPC and its line), nothing half-open. */
 static int a_no_root_key(void *arg)
@@ -432,6 +499,12 @@ static const struct acase thread_cases[] = {
 	{ "no key for root's pages (root_key=0)", a_no_root_key, 0, 0,
 	  { "xpfo: warning: sandbox: lock refused: no protection key for root's pages and other threads are alive (root_key=0, or no key was free at start)",
 	    "other thread: ok" }, 1, 0 },
+#ifdef __x86_64__
+	{ "pkey_mprotect of root's block allocated after the lock", a_late_root_pkey, 0, 0,
+	  { "other thread: ok", DENIED("pkey_mprotect"), "other thread: ok" }, 1, 0 },
+	{ "mmap MAP_FIXED over root's block allocated after the lock", a_late_root_mmap, 0, 0,
+	  { "other thread: ok", DENIED("mmap"), "other thread: ok" }, 1, 0 },
+#endif
 };
 
 static bool glob(const char *p, const char *s)
