@@ -111,6 +111,8 @@ struct xpfo_compartment {
 	uint8_t live;
 	uint8_t open;                     /* its pages are accessible (lock) */
 	uint8_t poisoned;                 /* a close failed: unusable (lock; read unlocked) */
+	uint8_t reserved;                 /* locked: takes segments only from its reservation (heap_lock) */
+	uint8_t rsv_warned;               /* its reservation ran out once (heap_lock) */
 	unsigned flags;                   /* XPFO_COMPARTMENT_* */
 	char name[48];
 	pthread_mutex_t lock;             /* open/close against grants */
@@ -252,8 +254,17 @@ void pages_purge_all(void);              /* release every retained free page */
 void seg_purge_retained(struct segment *s, bool handover);
 void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
 void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
-/* Purge segments idx[0..n) and return them to the unused pool (sorts idx). */
+/* Purge segments idx[0..n) and return them to the unused pool, or to
+ * their compartment's reservation (sorts idx). */
 void segs_release(size_t *idx, size_t n);
+/* xpfo_lock_thread: the segments c holds and n unused ones become c's for
+ * good: no other owner takes them, c takes no other (ENOMEM when none is
+ * left).  Once per compartment; 0 or ENOMEM (heap_lock inside). */
+int pages_reserve(struct xpfo_compartment *c, size_t n);
+/* c destroyed: its reserved segments go back to the pool (heap_lock inside). */
+void pages_unreserve(struct xpfo_compartment *c);
+/* Segment i is reserved for compartment id (the executor's copy). */
+bool pages_reserved_for(size_t i, uint16_t id);
 /* Add segment i to rel[0..*nrel) (SEGS_QUEUE_MAX entries) for a later
  * segs_release; a full buffer is released first (heap_lock held, dropped
  * meanwhile), so no segment is ever left out. */

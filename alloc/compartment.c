@@ -523,6 +523,7 @@ int comp_destroy(struct xpfo_compartment *c)
 	pthread_mutex_unlock(&c->lock);
 	pkeys_comp_destroyed(c);
 	comp_destroy_pages(c);
+	pages_unreserve(c); /* no locked thread is left in it (inside == 0) */
 	pthread_mutex_lock(&comp_lock);
 	comp_table[c->id] = NULL;
 	c->next_free = NULL;
@@ -766,6 +767,13 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 	/* sandbox.c: a locked thread gives away only its own blocks */
 	if (!from || (tl_sandbox_locked && from != tl_state->heap->comp)) {
 		errno = EINVAL;
+		return -1;
+	}
+	/* a locked compartment's blocks leave it only from a locked thread:
+	 * its executor's record holds them the compartment's until then, so
+	 * a block given away in place by another thread could be reopened */
+	if (__atomic_load_n(&from->reserved, __ATOMIC_RELAXED) && !tl_sandbox_locked && from != to) {
+		errno = EPERM;
 		return -1;
 	}
 	if (from == to)

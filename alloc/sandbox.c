@@ -465,6 +465,18 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	return 0;
 }
 
+/* c's segments for good (alloc/pages.c, pages_reserve): the executor
+ * grants only inside them.  0 or ENOMEM (the lock is refused). */
+static int lock_reserve(struct xpfo_compartment *c)
+{
+	int e = pages_reserve(c, opt.lock_segments);
+	if (e)
+		xpfo_warn("sandbox: lock refused: no room in the heap for the %u segments reserved "
+			  "for compartment \"%s\" (lock_segments)",
+			  (unsigned long)opt.lock_segments, c->pub_name);
+	return e;
+}
+
 int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 {
 	int e = lock_precheck(t, c, flags);
@@ -472,10 +484,15 @@ int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 	static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 	if (!e) {
 		pthread_mutex_lock(&build_lock);
-		if (!lock_keyed()) /* root's pages out of reach: closed for the process */
+		bool first = !c->reserved; /* set only here, under build_lock */
+		e = lock_reserve(c);
+		if (!e && !lock_keyed()) /* root's pages out of reach: closed for the process */
 			c->flags |= XPFO_COMPARTMENT_STRICT;
-		size_t n = filter_build(prog, sizeof prog / sizeof prog[0]);
-		e = n ? lock_install(c, flags, prog, n) : ENOSYS;
+		size_t n = e ? 0 : filter_build(prog, sizeof prog / sizeof prog[0]);
+		if (!e)
+			e = n ? lock_install(c, flags, prog, n) : ENOSYS;
+		if (e && first)
+			pages_unreserve(c);
 		pthread_mutex_unlock(&build_lock);
 	}
 	return e;

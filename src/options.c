@@ -21,6 +21,7 @@ union sealed_page xpfo_sealed __attribute__((aligned(4096))) = { .g = { .options
 	.compartments = COMP_MODE_OFF,
 	.seal_metadata = 1,
 	.root_key = 1,
+	.lock_segments = 64,
 } } };
 
 /* What each profile turns on; options given after it override it. */
@@ -120,6 +121,10 @@ static const struct opt_desc table[] = {
 	  "pkeys backend: reserve a protection key at start for root's pages, so that "
 	  "xpfo_lock_thread can confine one thread while others run (0: one more key for "
 	  "compartments, and the lock needs a single thread)" },
+	{ "lock_segments", T_UINT, OFF(lock_segments), 1, 65536, NULL,
+	  "segments (4 MiB of address space each) reserved for a compartment at its first "
+	  "xpfo_lock_thread: its only ones from then on (its allocations fail with ENOMEM past "
+	  "them), and no one else's" },
 	{ "compartments", T_ENUM, OFF(compartments), 0, 1, comp_names,
 	  "thread: every thread but the first runs in a compartment of its own (a diagnostic "
 	  "for share-nothing programs; most programs share memory between threads and trip it)" },
