@@ -38,6 +38,7 @@
 
 static char *secret_small, *secret_run, *worker_block;
 static char *late_secret;        /* root's, allocated after the lock */
+static int late_errno;
 static xpfo_compartment_t *parser;
 static bool threaded;            /* the case runs with a second thread */
 static int to_helper[2], from_helper[2];
@@ -91,6 +92,11 @@ static void root_late(char b)
 	xpfo_compartment_t *prev = xpfo_enter(xpfo_root());
 	if (!prev)
 		abort();
+	if (b == 4) { /* a block of the locked compartment given away in place */
+		late_errno = xpfo_transfer(late_secret, xpfo_root()) ? errno : 0;
+		xpfo_leave(prev);
+		return;
+	}
 	if (b == 2 && !(late_secret = malloc(LATE_SIZE)))
 		abort();
 	strcpy(late_secret, SECRET);
@@ -383,6 +389,47 @@ static int a_late_root_mmap(void *arg)
 }
 #endif
 
+/* Another thread gives a block of the locked compartment to root in place:
+ * refused (EPERM), else the executor's record would still call its pages
+ * the compartment's, and the locked thread could reopen root's data. */
+static int a_transfer_away(void *arg)
+{
+	setup(0);
+	late_secret = malloc(RUN_SIZE);
+	helper_ask(4);
+	return late_errno != EPERM;
+}
+
+/* The reservation used up (lock_segments=2, a re-run of this program):
+ * the allocation fails with ENOMEM and one warning; a freed segment goes
+ * back to it. */
+static int a_reservation_out(void *arg)
+{
+	const char *o = getenv("XPFO_OPTIONS");
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s%slock_segments=2", o ? o : "", o ? "," : "");
+	setenv("XPFO_OPTIONS", buf, 1);
+	execl(self_path, self_path, "--small-reservation", (char *)NULL);
+	return 93;
+}
+
+static int small_reservation_main(void)
+{
+	xpfo_compartment_t *c = xpfo_compartment_create("parser", 0);
+	if (xpfo_lock_thread(c, 0))
+		return 90;
+	void *v[8];
+	int n = 0;
+	while (n < 8 && (v[n] = malloc(3u << 20)))
+		n++;
+	if (n == 8 || n > 2 || errno != ENOMEM)
+		return 1;
+	free(v[0]);
+	xpfo_flush();
+	void *again = malloc(3u << 20);
+	return again ? 0 : 2;
+}
+
 /* pkeys without a key for root's pages (root_key=0): with a second thread
  * alive the lock is refused (ENOSPC and its line), nothing half-open. */
 static int a_no_root_key(void *arg)
@@ -483,6 +530,8 @@ static const struct acase cases[] = {
 	/* the remap comes when the freed run was its segment's last block */
 	{ "forged executor request", a_forged_request, 0, 0, { DENIED("madvise"), "?" DENIED("mmap") }, 0, 0 },
 	{ "XPFO_LOCK_KILL", a_kill_flag, SIGSYS, 0, { DENIED("openat") }, 0, 1 },
+	{ "the reserved segments used up (lock_segments=2)", a_reservation_out, 0, 0,
+	  { "xpfo: warning: sandbox: compartment \"parser\" has used every segment reserved at its lock (lock_segments=2): its allocations fail (ENOMEM)" }, 0, 1 },
 	{ "XPFO_LOCK_KILL, executor", a_kill_flag_executor, SIGKILL, 0, { DENIED("mprotect") }, 0, 1 },
 	{ "WRPKRU in an executable mapping", a_planted_wrpkru, 0, 0,
 	  { "xpfo: warning: sandbox: lock refused: WRPKRU at offset 0x64 of [anonymous] (0x*)" }, 1, 1 },
@@ -499,6 +548,8 @@ static const struct acase thread_cases[] = {
 	{ "no key for root's pages (root_key=0)", a_no_root_key, 0, 0,
 	  { "xpfo: warning: sandbox: lock refused: no protection key for root's pages and other threads are alive (root_key=0, or no key was free at start)",
 	    "other thread: ok" }, 1, 0 },
+	{ "another thread gives the locked compartment's block away", a_transfer_away, 0, 0,
+	  { "other thread: ok", "other thread: ok" }, 1, 0 },
 #ifdef __x86_64__
 	{ "pkey_mprotect of root's block allocated after the lock", a_late_root_pkey, 0, 0,
 	  { "other thread: ok", DENIED("pkey_mprotect"), "other thread: ok" }, 1, 0 },
@@ -581,7 +632,8 @@ static void check_case(const struct acase *c)
  * there (denial of service, out of scope). */
 static bool round_after(const struct acase *c)
 {
-	return !c->want_sig && c->fn != a_no_root_key && c->fn != a_forged_request;
+	return !c->want_sig && c->fn != a_no_root_key && c->fn != a_forged_request &&
+	       c->fn != a_reservation_out;
 }
 
 /* c again with a second thread: pkeys, the helper's line before the attack
@@ -646,6 +698,8 @@ int main(int argc, char **argv)
 	self_path = argv[0];
 	if (argc > 1 && strcmp(argv[1], "--no-root-key") == 0)
 		return no_root_key_main();
+	if (argc > 1 && strcmp(argv[1], "--small-reservation") == 0)
+		return small_reservation_main();
 	tu_timeout(600);
 	check_refusals();
 	bool pkeys = strcmp(xpfo_backend(), "pkeys") == 0;
