@@ -13,10 +13,15 @@ void sizeclass_init(void);
 
 struct tstate;
 struct xpfo_compartment;
+#include "sandbox.h"
 /* ---- alloc/pkeys.c: the pkeys backend ------------------------------------
  * Keys: 0 for everything not in the heap and for root's pages; key_alloc
  * for free pages (and the metadata when sealed); one per keyed compartment.
- * A thread's rights register opens key 0 and its compartment's key. */
+ * key_root, reserved at start, is open in every thread's rights but a
+ * locked one's; the first xpfo_lock_thread moves root's pages (and those of
+ * keyless compartments open for the process) from key 0 to it
+ * (sandbox_gate.g.plain_key says so; sandbox.c).  A thread's rights
+ * register opens key 0, key_root and its compartment's key. */
 extern __thread uint64_t tl_pkru __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t tl_pkru_open __attribute__((tls_model("initial-exec")));
 extern __thread unsigned tl_seal_depth __attribute__((tls_model("initial-exec")));
@@ -43,8 +48,13 @@ static inline void seal_exit(unsigned *unused)
 #define XPFO_ENTRY unsigned xpfo_seal_ __attribute__((cleanup(seal_exit), unused)) = seal_enter()
 /* key for pages being revoked (free, guard): key_alloc, or -1 (mprotect) */
 static inline int key_revoked(void) { return pkeys_on ? key_alloc : -1; }
-/* key for pages open to everyone (root, open keyless compartments) */
-static inline int key_plain(void) { return pkeys_on ? 0 : -1; }
+/* key for pages open to every thread that is not locked (root, open
+ * keyless compartments): 0, or key_root once a lock moved them (read from
+ * the gate's page, read-only to a locked thread) */
+static inline int key_plain(void)
+{
+	return pkeys_on ? __atomic_load_n(&sandbox_gate.g.plain_key, __ATOMIC_ACQUIRE) : -1;
+}
 void pkeys_init(void);                       /* picks the backend */
 void pkeys_sealed(void);                     /* the metadata was just sealed */
 void pkeys_thread_update(struct tstate *t);  /* rights for t's compartment */
@@ -55,6 +65,7 @@ void pkeys_leave(struct xpfo_compartment *c);
 void pkeys_comp_destroyed(struct xpfo_compartment *c);
 void pkeys_comp_created(struct xpfo_compartment *c);
 void comp_retag(struct xpfo_compartment *c, int key);   /* compartment.c */
+int comp_plain_rekey(int key);                          /* compartment.c: sandbox.c's */
 const char *pkeys_key_owner(int key);
 void pkeys_fork_lock(bool lock);             /* fork: take or drop pkeys' lock */
 
@@ -100,6 +111,8 @@ struct xpfo_compartment {
 	uint8_t live;
 	uint8_t open;                     /* its pages are accessible (lock) */
 	uint8_t poisoned;                 /* a close failed: unusable (lock; read unlocked) */
+	uint8_t reserved;                 /* locked: takes segments only from its reservation (heap_lock) */
+	uint8_t rsv_warned;               /* its reservation ran out once (heap_lock) */
 	unsigned flags;                   /* XPFO_COMPARTMENT_* */
 	char name[48];
 	pthread_mutex_t lock;             /* open/close against grants */
@@ -198,6 +211,7 @@ struct tstate {
 	unsigned hard;        /* slot hardening to do at malloc/free (canary, fills, checks) */
 	unsigned borrowed;    /* heap is another compartment's (xpfo_malloc_in) */
 	unsigned keyed;       /* pkeys: the current compartment was entered with its key */
+	unsigned root_denied; /* pkeys: locked (sandbox.c): key_root closed in its rights */
 	struct theap root_heap;
 	struct tstate *next, *prev; /* all threads (threads_lock) */
 	long tid;
@@ -256,8 +270,17 @@ void pages_purge_all(void);              /* release every retained free page */
 void seg_purge_retained(struct segment *s, bool handover);
 void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
 void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
-/* Purge segments idx[0..n) and return them to the unused pool (sorts idx). */
+/* Purge segments idx[0..n) and return them to the unused pool, or to
+ * their compartment's reservation (sorts idx). */
 void segs_release(size_t *idx, size_t n);
+/* xpfo_lock_thread: the segments c holds and n unused ones become c's for
+ * good: no other owner takes them, c takes no other (ENOMEM when none is
+ * left).  Once per compartment; 0 or ENOMEM (heap_lock inside). */
+int pages_reserve(struct xpfo_compartment *c, size_t n);
+/* c destroyed: its reserved segments go back to the pool (heap_lock inside). */
+void pages_unreserve(struct xpfo_compartment *c);
+/* Segment i is reserved for compartment id (the executor's copy). */
+bool pages_reserved_for(size_t i, uint16_t id);
 /* Add segment i to rel[0..*nrel) (SEGS_QUEUE_MAX entries) for a later
  * segs_release; a full buffer is released first (heap_lock held, dropped
  * meanwhile), so no segment is ever left out. */

@@ -164,43 +164,43 @@ static void span_of_owner(uintptr_t a, size_t npages, bool pending, void *sp)
 	span_add(sp, a, npages << PAGE_SHIFT, pending);
 }
 
-static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, bool closing)
+static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, unsigned what)
 {
-	owner_walk(s, id, OW_LIVE | (closing ? OW_PENDING : 0), span_of_owner, sp);
+	owner_walk(s, id, what, span_of_owner, sp);
 }
 
-/* heap_lock held: collect c's spans (changing at once those with queued
- * pages). */
-static void comp_collect(struct xpfo_compartment *c, struct spans *sp, bool closing)
+/* heap_lock held: collect c's spans of the kinds `what` selects (OW_LIVE,
+ * OW_PENDING), changing at once those with queued pages. */
+static void comp_collect(struct xpfo_compartment *c, struct spans *sp, unsigned what)
 {
 	for (struct segment *s = c->segs; s; s = s->next) {
 		if (s->kind == SEG_HUGE) {
-			if (!closing && s->releasing)
+			if (!(what & (s->releasing ? OW_PENDING : OW_LIVE)))
 				continue;
 			span_add(sp, seg_addr(s), (size_t)s->huge_pages << PAGE_SHIFT, s->releasing);
 			span_flush(sp); /* the rest of its last segment stays closed */
 		} else {
-			walk_segment(sp, s, c->id, closing);
+			walk_segment(sp, s, c->id, what);
 		}
 	}
 	if (c->nxsegs <= COMP_XSEGS) {
 		for (unsigned i = 0; i < c->nxsegs; i++)
 			if (seg_table[c->xsegs[i]].kind == SEG_PAGES_K &&
 			    seg_table[c->xsegs[i]].owner != c->id)
-				walk_segment(sp, &seg_table[c->xsegs[i]], c->id, closing);
+				walk_segment(sp, &seg_table[c->xsegs[i]], c->id, what);
 	} else {
 		for (size_t i = 0; i < heap_nsegs; i++)
 			if (seg_table[i].kind == SEG_PAGES_K && seg_table[i].owner != c->id)
-				walk_segment(sp, &seg_table[i], c->id, closing);
+				walk_segment(sp, &seg_table[i], c->id, what);
 	}
 	span_flush(sp);
 }
 
-/* Walk c's pages (c->lock held): live ones, and queued ones too when
- * closing, get prot with key.  Returns the pages that failed (sp->err says
- * why). */
-static uint64_t comp_walk(struct xpfo_compartment *c, bool closing, enum os_prot prot, int key,
-			  int *err)
+/* Walk c's pages that `what` selects (c->lock held): they get prot with
+ * key; a failed close releases them (closing) or is fatal.  Returns the
+ * pages that failed (*err says why). */
+static uint64_t comp_walk_what(struct xpfo_compartment *c, unsigned what, bool closing,
+			       enum os_prot prot, int key, int *err)
 {
 	__atomic_add_fetch(&c->access_gen, 1, __ATOMIC_RELEASE);
 	if (opt.revoke == REVOKE_OFF)
@@ -214,7 +214,7 @@ static uint64_t comp_walk(struct xpfo_compartment *c, bool closing, enum os_prot
 	sp.v = sp.local;
 	sp.cap = SPANS_LOCAL;
 	pthread_mutex_lock(&heap_lock);
-	comp_collect(c, &sp, closing);
+	comp_collect(c, &sp, what);
 	pthread_mutex_unlock(&heap_lock);
 	for (unsigned i = 0; i < sp.n; i++)
 		span_apply(&sp, sp.v[i].start, sp.v[i].end);
@@ -228,6 +228,51 @@ static uint64_t comp_walk(struct xpfo_compartment *c, bool closing, enum os_prot
 	}
 	*err = sp.err;
 	return sp.failed_pages;
+}
+
+/* Walk c's pages (c->lock held): live ones, and queued ones too when
+ * closing, get prot with key. */
+static uint64_t comp_walk(struct xpfo_compartment *c, bool closing, enum os_prot prot, int key,
+			  int *err)
+{
+	return comp_walk_what(c, OW_LIVE | (closing ? OW_PENDING : 0), closing, prot, key, err);
+}
+
+/* c->lock held: c's pages open to every thread (root's, or a keyless
+ * compartment's open for the process) move to `key`; its queued pages close
+ * now (reopening them could race with their revocation; a thread that takes
+ * a queued run back reopens it, access_gen).  0 or an errno. */
+static int comp_rekey_one(struct xpfo_compartment *c, int key)
+{
+	int e = 0, err = 0;
+	if (!c->open || (c != &comp_root && c->key > 0))
+		return 0;
+	if (comp_walk_what(c, OW_LIVE, false, OS_RW, key, &e))
+		err = e;
+	if (comp_walk_what(c, OW_PENDING, false, OS_NONE, key_revoked(), &e))
+		err = e;
+	return err;
+}
+
+/* pkeys, the first xpfo_lock_thread (sandbox.c, key_plain() already `key`):
+ * every page open to all threads moves from key 0 to `key`.  0, or the
+ * errno of a page that could not be moved (the lock is refused then). */
+int comp_plain_rekey(int key)
+{
+	int err = 0;
+	pthread_mutex_lock(&comp_lock);
+	for (unsigned i = 1; i < MAX_COMPARTMENTS; i++) { /* root is 1 */
+		struct xpfo_compartment *c = i == comp_root.id ? &comp_root : comp_table[i];
+		if (!c || !c->live)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		int e = comp_rekey_one(c, key);
+		pthread_mutex_unlock(&c->lock);
+		if (e && !err)
+			err = e;
+	}
+	pthread_mutex_unlock(&comp_lock);
+	return err;
 }
 
 /* A close of c failed on some pages; their frames are gone already.  The
@@ -479,6 +524,7 @@ int comp_destroy(struct xpfo_compartment *c)
 	pthread_mutex_unlock(&c->lock);
 	pkeys_comp_destroyed(c);
 	comp_destroy_pages(c);
+	pages_unreserve(c); /* no locked thread is left in it (inside == 0) */
 	pthread_mutex_lock(&comp_lock);
 	comp_table[c->id] = NULL;
 	c->next_free = NULL;
@@ -722,6 +768,13 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 	/* sandbox.c: a locked thread gives away only its own blocks */
 	if (!from || (tl_sandbox_locked && from != tl_state->heap->comp)) {
 		errno = EINVAL;
+		return -1;
+	}
+	/* a locked compartment's blocks leave it only from a locked thread:
+	 * its executor's record holds them the compartment's until then, so
+	 * a block given away in place by another thread could be reopened */
+	if (__atomic_load_n(&from->reserved, __ATOMIC_RELAXED) && !tl_sandbox_locked && from != to) {
+		errno = EPERM;
 		return -1;
 	}
 	if (from == to)

@@ -6,12 +6,15 @@
  * the locked thread cannot change it: another address space.  From it and
  * from what it has let through since, it keeps one state per heap page
  * (below) and lets a call proceed only when every page it touches may take
- * that change.  It never trusts the locked process's metadata after the
+ * that change, and, but for a close, lies in the segments reserved for the
+ * compartment at the lock (alloc/pages.c): no one else takes those, so
+ * other threads' grants since the copy cannot make the record wrong.  It never trusts the locked process's metadata after the
  * lock, and it never names a range itself: it can only let the locked
  * thread's own call go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE; the arguments
  * are registers the kernel holds while the thread waits) or fail it.
  */
 #include "internal.h"
+#include "owner.h"
 #include "sandbox.h"
 
 #include <errno.h>
@@ -42,26 +45,15 @@ struct executor {
 	char name[48];
 };
 
-/* The state of heap page i at the lock, from the copy of the tables. */
+/* The state of heap page i at the lock, from the copy of the tables (read
+ * through the ownership module, the one decoder of page entries). */
 static int snap_state(const struct executor *x, size_t i)
 {
-	struct segment *s = &seg_table[i / SEG_PAGES];
-	size_t p = i % SEG_PAGES;
-	switch (s->kind) {
-	case SEG_UNUSED:
-		return s->releasing ? PS_STALE : PS_FRESH; /* released segments are remapped */
-	case SEG_HUGE:
-	case SEG_HUGE_TAIL:
-		return s->owner == x->id ? PS_MINE : PS_FOREIGN;
-	default:
-		break;
-	}
-	uint32_t e = s->page[p];
-	if (PG_TYPE(e) == PG_FREE)
-		return s->clean_map[p / 64] >> (p % 64) & 1 ? PS_FRESH : PS_STALE;
-	if (s->aux[p] == x->id && PG_TYPE(e) != PG_QUAR)
-		return PS_MINE;
-	return PS_FOREIGN;
+	static const uint8_t by_snap[] = {
+		[OSNAP_FREE_CLEAN] = PS_FRESH, [OSNAP_FREE_STALE] = PS_STALE,
+		[OSNAP_MINE] = PS_MINE, [OSNAP_FOREIGN] = PS_FOREIGN,
+	};
+	return by_snap[owner_snapshot(i, x->id)];
 }
 
 static int page_state(const struct executor *x, size_t i)
@@ -86,11 +78,28 @@ static int where(const struct executor *x, uintptr_t a, uintptr_t len)
 	return a >= x->hb && end <= x->he ? 1 : -1;
 }
 
-/* Every page of the range in one of the states of mask?  Then set them to
- * `to` (unless 0). */
+/* Every segment of the range reserved for the compartment at its lock
+ * (pages_reserve)?  Only there is the record of a page still true: no
+ * other owner takes those segments, while any other free page may have
+ * been granted to root by an unfiltered thread since the copy was taken,
+ * and a live page of the compartment's outside them goes back to its
+ * segment's owner when freed (by any thread). */
+static bool reserved(const struct executor *x, size_t i0, size_t i1)
+{
+	for (size_t s = i0 / SEG_PAGES; s <= (i1 - 1) / SEG_PAGES; s++)
+		if (!pages_reserved_for(s, x->id))
+			return false;
+	return true;
+}
+
+/* Every page of the range inside the reservation and in one of the states
+ * of mask?  Then set them to `to` (unless 0).  Every call but a close
+ * (always safe) comes here. */
 static bool pages_move(struct executor *x, uintptr_t a, uintptr_t len, unsigned mask, int to)
 {
 	size_t i0 = (a - x->hb) >> PAGE_SHIFT, i1 = (align_up(a + len, PAGE_SIZE) - x->hb) >> PAGE_SHIFT;
+	if (!reserved(x, i0, i1))
+		return false;
 	for (size_t i = i0; i < i1; i++)
 		if (!(mask >> page_state(x, i) & 1))
 			return false;

@@ -351,6 +351,29 @@ void owner_describe(uintptr_t a, uint32_t now, struct owner_desc *d)
 		d->owner = aux;
 }
 
+/* ---- the executor's snapshot ------------------------------------------------ */
+
+enum owner_snap owner_snapshot(size_t i, uint16_t id)
+{
+	struct segment *s = &seg_table[i / SEG_PAGES];
+	size_t p = i % SEG_PAGES;
+	switch (s->kind) {
+	case SEG_UNUSED: /* a released segment is remapped before its reuse */
+		return s->releasing ? OSNAP_FREE_STALE : OSNAP_FREE_CLEAN;
+	case SEG_HUGE:
+	case SEG_HUGE_TAIL:
+		return s->owner == id ? OSNAP_MINE : OSNAP_FOREIGN;
+	default:
+		break;
+	}
+	uint32_t e = entry_at(s, p);
+	if (PG_TYPE(e) == PG_FREE)
+		return ld(&s->clean_map[p / 64]) >> (p % 64) & 1 ? OSNAP_FREE_CLEAN : OSNAP_FREE_STALE;
+	if (s->aux[p] == id && PG_TYPE(e) != PG_QUAR)
+		return OSNAP_MINE;
+	return OSNAP_FOREIGN;
+}
+
 /* ---- debug ----------------------------------------------------------------- */
 
 static void check_segment(size_t i, struct segment *s)

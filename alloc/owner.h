@@ -56,6 +56,7 @@ struct segment {
 	uint8_t kind;        /* enum seg_kind */
 	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
 	uint8_t tag;         /* class whose slabs it holds, TAG_LARGE, or 0xff: never carved */
+	uint16_t rsv;        /* reserved for this compartment (xpfo_lock_thread), or 0 */
 	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
 	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
 	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation */
@@ -164,6 +165,17 @@ struct owner_desc {
 };
 /* Whose is the page at a (in the heap); async-signal-safe, takes no lock. */
 void owner_describe(uintptr_t a, uint32_t now_serial, struct owner_desc *d);
+
+/* ---- the sandbox executor's snapshot --------------------------------------- */
+enum owner_snap {
+	OSNAP_FREE_CLEAN,  /* the allocator's, no frames: may be granted */
+	OSNAP_FREE_STALE,  /* the allocator's, old frames: a purge first */
+	OSNAP_MINE,        /* compartment id's, live */
+	OSNAP_FOREIGN,     /* anyone else's (quarantined pages too) */
+};
+/* What heap page i (from heap_base) is to compartment id, read from the
+ * tables as they are (alloc/executor.c reads its copy taken at the lock). */
+enum owner_snap owner_snapshot(size_t i, uint16_t id);
 
 /* Debug: the invariant above for every carved segment (heap_lock held). */
 void owner_check(void);

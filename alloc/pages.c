@@ -26,6 +26,9 @@ static uint64_t *seg_used_map; /* bit set: segment in use (or being released) */
  * segment table) is resident for good; seg_seen counts them */
 static uint64_t *seg_seen_map;
 static size_t seg_seen;
+/* bit set: reserved for a locked compartment (segment.rsv) and unused;
+ * such a segment keeps its bit in seg_used_map, so no one else finds it */
+static uint64_t *seg_idle_map;
 
 static inline bool bit_get(const uint64_t *m, size_t i) { return m[i / 64] >> (i % 64) & 1; }
 static inline void bit_set(uint64_t *m, size_t i) { m[i / 64] |= 1ull << (i % 64); }
@@ -102,7 +105,8 @@ int pages_init(void)
 {
 	seg_used_map = meta_alloc(align_up(heap_nsegs, 64) / 8);
 	seg_seen_map = meta_alloc(align_up(heap_nsegs, 64) / 8);
-	return seg_used_map && seg_seen_map ? 0 : ENOMEM;
+	seg_idle_map = meta_alloc(align_up(heap_nsegs, 64) / 8);
+	return seg_used_map && seg_seen_map && seg_idle_map ? 0 : ENOMEM;
 }
 
 
@@ -182,13 +186,14 @@ static size_t segs_pick(size_t from, size_t n, size_t align, unsigned tag)
 	return i;
 }
 
-/* Take n contiguous unused segments aligned to align segments, for pages
- * of tag (size class + 1, or TAG_LARGE + 1).  A segment keeps its tag when
- * it is released, so the address space of a size class is not reused for
- * another class while a segment without a conflicting tag remains
- * (class isolation); random_bases starts the search at a random segment
- * (segs_pick bounds how many different segments it ever uses). */
-static struct segment *segs_take(size_t n, size_t align, unsigned tag)
+/* Where n contiguous unused segments aligned to align segments are, for
+ * pages of tag (size class + 1, or TAG_LARGE + 1), or heap_nsegs.  A
+ * segment keeps its tag when it is released, so the address space of a
+ * size class is not reused for another class while a segment without a
+ * conflicting tag remains (class isolation); random_bases starts the
+ * search at a random segment (segs_pick bounds how many different segments
+ * it ever uses). */
+static size_t segs_place(size_t n, size_t align, unsigned tag)
 {
 	size_t from = 0;
 	if (opt.random_bases && heap_nsegs > n) {
@@ -201,14 +206,82 @@ static struct segment *segs_take(size_t n, size_t align, unsigned tag)
 	size_t i = segs_pick(from, n, align, tag);
 	if (i == heap_nsegs)
 		i = segs_find(0, n, align, 0, false); /* no untagged room left: share */
-	if (i == heap_nsegs)
+	return i;
+}
+
+/* n contiguous idle segments reserved for compartment id, aligned to
+ * align segments, whose first one's tag is `tag` or none (any tag when tag
+ * is 0: class isolation as in segs_find), or heap_nsegs. */
+static size_t rsv_find(size_t n, size_t align, uint16_t id, unsigned tag)
+{
+	size_t i = 0;
+	for (;;) {
+		i = align_up(bit_next(seg_idle_map, i, heap_nsegs, true), align);
+		if (i + n > heap_nsegs)
+			return heap_nsegs;
+		size_t j = bit_next(seg_idle_map, i, i + n, false);
+		for (size_t k = i; j == i + n && k < i + n; k++)
+			if (seg_table[k].rsv != id || (k == i && tag && seg_table[k].tag &&
+						       seg_table[k].tag != tag))
+				j = k;
+		if (j == i + n)
+			return i;
+		i = j + 1;
+	}
+}
+
+/* Segment k's descriptor is written: resident for good. */
+static void seg_seen_mark(size_t k)
+{
+	if (!bit_get(seg_seen_map, k)) {
+		bit_set(seg_seen_map, k);
+		seg_seen++;
+		stat_add(metadata_bytes, sizeof seg_table[k]);
+	}
+}
+
+/* Segments [i, i+n) leave the pool, or c's reservation, or (back) in. */
+static void segs_mark(struct xpfo_compartment *c, size_t i, size_t n, bool taken)
+{
+	bit_fill(c->reserved ? seg_idle_map : seg_used_map, i, n, c->reserved ? !taken : taken);
+}
+
+/* A locked compartment's reservation is used up: its allocation fails
+ * (ENOMEM), said once. */
+static void rsv_exhausted(struct xpfo_compartment *c)
+{
+	if (c->rsv_warned)
+		return;
+	c->rsv_warned = 1;
+	xpfo_warn("sandbox: compartment \"%s\" has used every segment reserved at its lock "
+		  "(lock_segments=%u): its allocations fail (ENOMEM)",
+		  c->pub_name, (unsigned long)opt.lock_segments);
+}
+
+/* Take n contiguous unused segments aligned to align segments for c's
+ * pages of tag: from the pool (segs_place), or for a locked compartment
+ * only from its reservation (pages_reserve). */
+static struct segment *segs_take(struct xpfo_compartment *c, size_t n, size_t align, unsigned tag)
+{
+	size_t i = heap_nsegs;
+	if (c->reserved) {
+		i = rsv_find(n, align, c->id, tag);
+		if (i == heap_nsegs)
+			i = rsv_find(n, align, c->id, 0); /* no untagged room left: share */
+	} else {
+		i = segs_place(n, align, tag);
+	}
+	if (i == heap_nsegs) {
+		if (c->reserved)
+			rsv_exhausted(c);
 		return NULL;
-	bit_fill(seg_used_map, i, n, true);
+	}
+	segs_mark(c, i, n, true);
 	stat_add(segments, n);
 	if (opt.revoke == REVOKE_OFF) {
 		/* no revocation: the segment stays accessible for good */
 		if (os_protect((void *)(heap_base + (i << SEG_SHIFT)), n * SEG_SIZE, OS_RW)) {
-			bit_fill(seg_used_map, i, n, false);
+			segs_mark(c, i, n, false);
 			stat_sub(segments, n);
 			return NULL;
 		}
@@ -216,11 +289,7 @@ static struct segment *segs_take(size_t n, size_t align, unsigned tag)
 	}
 	for (size_t k = i; k < i + n; k++) {
 		seg_table[k].tag = (uint8_t)tag;
-		if (!bit_get(seg_seen_map, k)) { /* its descriptor is resident now */
-			bit_set(seg_seen_map, k);
-			seg_seen++;
-			stat_add(metadata_bytes, sizeof seg_table[k]);
-		}
+		seg_seen_mark(k);
 	}
 	return &seg_table[i];
 }
@@ -273,7 +342,7 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
 			break;
 	}
 	if (!s) {
-		s = segs_take(1, 1, tag);
+		s = segs_take(c, 1, 1, tag);
 		if (s) {
 			seg_init_pages(c, s, tag);
 			i = 0;
@@ -305,7 +374,7 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 		if (i < SEG_PAGES)
 			break;
 	}
-	if (!s && (s = segs_take(1, 1, tag + 1)) != NULL) {
+	if (!s && (s = segs_take(c, 1, 1, tag + 1)) != NULL) {
 		seg_init_pages(c, s, tag + 1);
 		i = 0;
 	}
@@ -326,7 +395,7 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 	size_t n = align_up(npages << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT;
 	size_t a = align > SEG_SIZE ? align >> SEG_SHIFT : 1;
 	pthread_mutex_lock(&heap_lock);
-	struct segment *s = segs_take(n, a, TAG_LARGE + 1);
+	struct segment *s = segs_take(c, n, a, TAG_LARGE + 1);
 	if (s) {
 		for (size_t k = 0; k < n; k++) {
 			s[k].gen++;
@@ -386,7 +455,10 @@ void segs_release(size_t *idx, size_t n)
 			seg_table[idx[m]].freed_at = (uint32_t)flush_serial();
 			if (!e) {
 				seg_table[idx[m]].kind = SEG_UNUSED;
-				bit_clr(seg_used_map, idx[m]);
+				if (seg_table[idx[m]].rsv) /* back to its compartment's reservation */
+					bit_set(seg_idle_map, idx[m]);
+				else
+					bit_clr(seg_used_map, idx[m]);
 				stat_sub(segments, 1);
 			}
 		}
@@ -527,9 +599,12 @@ void seg_purge_retained(struct segment *s, bool handover)
 	}
 }
 
-/* Release every retained free page of every carved segment (malloc_trim). */
+/* Release every retained free page of every carved segment (malloc_trim);
+ * a locked thread only its reservation's (its executor refuses the rest:
+ * those pages may be another owner's by now). */
 void pages_purge_all(void)
 {
+	uint16_t only = tl_sandbox_locked ? tl_state->heap->comp->id : 0;
 	for (size_t i = 0; i < heap_nsegs; i++) {
 		if (!__atomic_load_n(&seg_used_map[i / 64], __ATOMIC_RELAXED)) {
 			i |= 63;
@@ -537,8 +612,74 @@ void pages_purge_all(void)
 		}
 		pthread_mutex_lock(&heap_lock);
 		struct segment *s = &seg_table[i];
-		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing)
+		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing &&
+		    (!only || s->rsv == only))
 			seg_purge_retained(s, false);
 		pthread_mutex_unlock(&heap_lock);
 	}
+}
+
+/* ---- the reservation of a locked compartment ------------------------------
+ * The executor (alloc/executor.c) judges a locked thread's memory calls by
+ * its copy of the tables taken at the lock; a free page in it could be
+ * another owner's by now (taken by an unfiltered thread).  So at the lock
+ * the compartment gets segments of its own for good: the ones it holds and
+ * n unused ones; no other owner takes them (they stay set in seg_used_map;
+ * released, they go back to it, not to the pool), it takes no other, and
+ * the executor grants only inside them. */
+
+/* Mark c's segments (a huge one's tail too) reserved for it. */
+static void rsv_claim_held(struct xpfo_compartment *c)
+{
+	for (struct segment *s = c->segs; s; s = s->next) {
+		size_t n = s->kind == SEG_HUGE ? s->nsegs : 1;
+		for (size_t k = 0; k < n; k++)
+			s[k].rsv = c->id;
+	}
+}
+
+int pages_reserve(struct xpfo_compartment *c, size_t n)
+{
+	int e = 0;
+	pthread_mutex_lock(&heap_lock);
+	if (!c->reserved) {
+		size_t i = n <= heap_nsegs ? segs_find(0, n, 1, 0, false) : heap_nsegs;
+		if (i == heap_nsegs) {
+			e = ENOMEM;
+		} else {
+			bit_fill(seg_used_map, i, n, true);
+			bit_fill(seg_idle_map, i, n, true);
+			for (size_t k = i; k < i + n; k++) {
+				seg_table[k].rsv = c->id;
+				seg_seen_mark(k);
+			}
+			rsv_claim_held(c);
+			c->reserved = 1;
+		}
+	}
+	pthread_mutex_unlock(&heap_lock);
+	return e;
+}
+
+void pages_unreserve(struct xpfo_compartment *c)
+{
+	pthread_mutex_lock(&heap_lock);
+	for (size_t i = 0; c->reserved && i < heap_nsegs; i++) {
+		i = bit_next(seg_used_map, i, heap_nsegs, true);
+		if (i == heap_nsegs || seg_table[i].rsv != c->id)
+			continue;
+		seg_table[i].rsv = 0; /* one still in use goes to the pool when released */
+		if (bit_get(seg_idle_map, i)) {
+			bit_clr(seg_idle_map, i);
+			bit_clr(seg_used_map, i);
+		}
+	}
+	c->reserved = 0;
+	c->rsv_warned = 0;
+	pthread_mutex_unlock(&heap_lock);
+}
+
+bool pages_reserved_for(size_t i, uint16_t id)
+{
+	return i < heap_nsegs && id && seg_table[i].rsv == id;
 }

@@ -19,6 +19,15 @@
  * thread's register, so no thread still holds rights to a key when it is
  * handed to another compartment; the one exception is a register saved in
  * a signal frame and restored by sigreturn (docs/security.md).
+ *
+ * One more key, key_root, is reserved at start (root_key=1) and open in the
+ * rights of every thread that is not locked.  No page carries it until the
+ * first xpfo_lock_thread moves root's pages to it (alloc/sandbox.c): then a
+ * locked thread's rights, which close it, keep root out of that thread's
+ * reach while the other threads keep theirs.  It is reserved at start
+ * because rights are per thread: a key allocated at the lock would be
+ * closed in every other thread's register, which only that thread can
+ * change.
  */
 #include "alloc.h"
 #include "pkeys.h"
@@ -79,6 +88,12 @@ void pkeys_init(void)
 	}
 	key_alloc = k;
 	key_ours[k] = true;
+	/* no key for root: a lock then needs a single thread (sandbox.c) */
+	key_root = -1;
+	if (opt.root_key && !os_pkey_alloc(PKEY_NO_ACCESS, &k) && k > 0 && k < ARCH_PKEY_KEYS) {
+		key_root = k;
+		key_ours[k] = true;
+	}
 	pkeys_on = 1;
 	seal_meta = opt.seal_metadata;
 	xpfo_sealed.g.backend_note = seal_meta ? "metadata sealed" : NULL;
@@ -87,9 +102,16 @@ void pkeys_init(void)
 /* Start-up sealed the metadata in the middle of the call that started xpfo:
  * that call now counts as the outermost entry, with the allocator's key
  * open until it returns. */
+/* Key 0, and key_root unless the thread is locked. */
+static arch_pkey_reg_t rights_base(bool root)
+{
+	arch_pkey_reg_t r = arch_pkey_reg_only_key0();
+	return root && key_root > 0 ? arch_pkey_reg_set(r, key_root, ARCH_PKEY_RW) : r;
+}
+
 void pkeys_sealed(void)
 {
-	tl_pkru = arch_pkey_reg_only_key0();
+	tl_pkru = rights_base(true);
 	tl_pkru_open = arch_pkey_reg_set((arch_pkey_reg_t)tl_pkru, key_alloc, ARCH_PKEY_RW);
 	tl_seal_depth = 1;
 	pkeys_write(tl_pkru_open);
@@ -100,13 +122,13 @@ int pkeys_comp_key(struct xpfo_compartment *c)
 	return pkeys_on && c != &comp_root ? c->key : -1;
 }
 
-/* The rights for a thread in compartment c: key 0, and c's key if it has
- * one; everything else closed. */
+/* The rights for a thread in compartment c: key 0, key_root (not in a
+ * locked thread), and c's key if it has one; everything else closed. */
 void pkeys_thread_update(struct tstate *t)
 {
 	if (!pkeys_on)
 		return;
-	arch_pkey_reg_t r = arch_pkey_reg_only_key0();
+	arch_pkey_reg_t r = rights_base(!t->root_denied);
 	struct xpfo_compartment *c = t->heap->comp;
 	if (c != &comp_root && c->key > 0)
 		r = arch_pkey_reg_set(r, c->key, ARCH_PKEY_RW);
@@ -119,7 +141,7 @@ void pkeys_thread_update(struct tstate *t)
 static int key_new(void)
 {
 	for (int k = 1; k < ARCH_PKEY_KEYS; k++)
-		if (key_ours[k] && !key_owner[k] && k != key_alloc)
+		if (key_ours[k] && !key_owner[k] && k != key_alloc && k != key_root)
 			return k;
 	int k;
 	if (os_pkey_alloc(PKEY_NO_ACCESS, &k) || k <= 0 || k >= ARCH_PKEY_KEYS)

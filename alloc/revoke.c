@@ -90,9 +90,10 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	/* A compartment's open and close walks run under its lock and skip or
 	 * take queued pages by their entries: queue under the same lock, so
 	 * the access_gen recorded here says which side of a walk the run is
-	 * on (revoke_cancel reopens it when a walk came after).  Root never
-	 * walks but for STRICT, with one thread. */
-	if (c && c != &comp_root) {
+	 * on (revoke_cancel reopens it when a walk came after).  Root walks
+	 * for STRICT, with one thread, and on pkeys at the first lock
+	 * (comp_plain_rekey), with any number. */
+	if (c && (c != &comp_root || pkeys_on)) {
 		pthread_mutex_lock(&c->lock);
 		g->r[i].cgen = c->access_gen;
 		set_pending(&g->r[i]);
@@ -235,7 +236,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	 * run is reopened if a walk came since it was queued, and its pages
 	 * stop being queued (they become the new run's placeholders) before
 	 * any other walk can look at them. */
-	bool locked = c && c != &comp_root;
+	bool locked = c && (c != &comp_root || pkeys_on); /* root: see revoke_add */
 	if (locked)
 		pthread_mutex_lock(&c->lock);
 	if (c && r->cgen != c->access_gen && grant_locked(c, a, open_pages << PAGE_SHIFT)) {
@@ -641,7 +642,7 @@ int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
 	if (c == &comp_root) /* closed only while a single thread is in a STRICT one */
-		return comp_root.open ? grant_now(c->id, addr, len, key_plain()) : 0;
+		return comp_root.open ? grant_now(c->id, addr, len, key_plain()) : 0; /* 0 or key_root */
 	int key = pkeys_comp_key(c);
 	if (key > 0)
 		return grant_now(c->id, addr, len, key);
@@ -653,9 +654,10 @@ int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	int se = secret_back(c, addr, len); /* a secret compartment's new frames */
 	if (se)
 		return se;
-	if (c == &comp_root || opt.revoke == REVOKE_OFF)
+	if ((c == &comp_root && !pkeys_on) || opt.revoke == REVOKE_OFF)
 		return grant_locked(c, addr, len);
-	/* the lock keeps c's key and open state still meanwhile */
+	/* the lock keeps c's key and open state still meanwhile (root's key
+	 * too: the first lock moves root's pages under it, comp_plain_rekey) */
 	pthread_mutex_lock(&c->lock);
 	int e = grant_locked(c, addr, len);
 	pthread_mutex_unlock(&c->lock);

@@ -11,6 +11,16 @@
  * are registers, no pointer to re-read) or fails it.  docs/security.md says
  * why; alloc/executor.c holds the executor, api/compartment.c the public
  * function.
+ *
+ * Root out of reach: on the mprotect backend (and on pkeys without a key
+ * for root, root_key=0) the compartment becomes STRICT, which closes root's
+ * pages for the process, so the process must have this one thread.  On
+ * pkeys with key_root (alloc/pkeys.c) the first lock moves root's pages to
+ * key_root (comp_plain_rekey) and the locked thread's rights close it: the
+ * other threads, those started later included, keep root, and the locked
+ * thread cannot reopen it (its register is written only by xpfo's gate,
+ * which checks it against the table below; the scan refuses other
+ * writers).
  */
 #include "alloc.h"
 #include "owner.h"
@@ -90,8 +100,31 @@ void sandbox_gate_check(void)
 	}
 }
 
+/* pkeys: from now on pages open to every thread carry key_root (key_plain,
+ * alloc.h), then those that carried 0 move to it.  The gate's page holds the
+ * choice: read-only, so a locked thread's stray write cannot turn root's
+ * new pages back to key 0.  0 or an errno (the lock is refused). */
+static int gate_plain_rekey(void)
+{
+	static bool moved; /* build_lock (sandbox_lock) */
+	if (moved)
+		return 0;
+	if (sandbox_gate.g.plain_key != key_root) {
+		int e = os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW);
+		if (e)
+			return e;
+		__atomic_store_n(&sandbox_gate.g.plain_key, key_root, __ATOMIC_RELEASE);
+		e = os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+		if (e)
+			return e;
+	}
+	int e = comp_plain_rekey(key_root);
+	moved = !e;
+	return e;
+}
+
 /* pkeys: the keys c's locked thread may open: 0, c's, and the allocator's
- * while inside xpfo when the metadata is sealed. */
+ * while inside xpfo when the metadata is sealed (never key_root). */
 static int gate_add(struct xpfo_compartment *c)
 {
 	if (!pkeys_on)
@@ -308,6 +341,25 @@ static int send_fd(int sock, int fd)
 	return read(sock, &byte, 1) == 1 ? 0 : -1; /* the executor has it */
 }
 
+/* pkeys with a key for root's pages: the lock keeps root from this thread
+ * only (any number of threads). */
+static bool lock_keyed(void)
+{
+	return pkeys_on && key_root > 0;
+}
+
+/* The calling thread is the process's only one (a thread just joined can
+ * linger in /proc for a moment). */
+static bool lock_single_thread(void)
+{
+	long n = os_thread_count();
+	for (int i = 0; i < 1000 && n > 1; i++) {
+		sched_yield();
+		n = os_thread_count();
+	}
+	return n == 1;
+}
+
 /* Checks that need no change: 0 or an errno. */
 static int lock_precheck(struct tstate *t, xpfo_compartment_t *c, unsigned flags)
 {
@@ -319,14 +371,12 @@ static int lock_precheck(struct tstate *t, xpfo_compartment_t *c, unsigned flags
 		return EINVAL;
 	if (seccomp_api_get() < 6)
 		return ENOSYS;
-	if (!pkeys_on) {
-		long n = os_thread_count();
-		for (int i = 0; i < 1000 && n > 1; i++) {
-			sched_yield();
-			n = os_thread_count();
-		}
-		if (n != 1)
-			return EPERM;
+	if (!lock_keyed() && !lock_single_thread()) {
+		if (!pkeys_on)
+			return EPERM; /* per-process protections cannot confine one thread */
+		xpfo_warn("sandbox: lock refused: no protection key for root's pages and other threads "
+			  "are alive (root_key=0, or no key was free at start)");
+		return ENOSPC;
 	}
 	if (pkeys_on && gadget_check_mappings())
 		return EPERM;
@@ -340,16 +390,49 @@ static int lock_undo(xpfo_compartment_t *prev, pid_t ex, int e)
 		kill(ex, SIGKILL);
 		waitpid(ex, NULL, 0);
 	}
+	tl_state->root_denied = 0; /* comp_leave rewrites the rights */
 	comp_leave(tl_state, prev);
 	return e;
+}
+
+/* pkeys: root's pages on key_root, closed in this thread's rights from its
+ * enter on, and c entered with its own key (a keyless compartment's pages
+ * are key_root's: closed to the locked thread too).  0 or an errno. */
+static int lock_enter_keyed(struct xpfo_compartment *c, xpfo_compartment_t **prev)
+{
+	int e = gate_plain_rekey();
+	if (e) {
+		xpfo_warn("sandbox: lock refused: root's pages could not move to their key (errno %d)",
+			  (long)e);
+		return e;
+	}
+	tl_state->root_denied = 1;
+	*prev = comp_enter(tl_state, c);
+	if (!*prev) {
+		tl_state->root_denied = 0;
+		pkeys_thread_update(tl_state);
+		return errno;
+	}
+	if (!tl_state->keyed) {
+		xpfo_warn("sandbox: lock refused: no protection key free for compartment \"%s\" (every "
+			  "key is held by a compartment a thread is inside)", c->pub_name);
+		lock_undo(*prev, 0, 0);
+		return EAGAIN;
+	}
+	return 0;
 }
 
 static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filter *prog,
 			size_t n)
 {
-	xpfo_compartment_t *prev = comp_enter(tl_state, c);
-	if (!prev)
+	xpfo_compartment_t *prev = NULL;
+	if (lock_keyed()) {
+		int e = lock_enter_keyed(c, &prev);
+		if (e)
+			return e;
+	} else if (!(prev = comp_enter(tl_state, c))) {
 		return errno;
+	}
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return lock_undo(prev, 0, errno);
@@ -384,6 +467,18 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	return 0;
 }
 
+/* c's segments for good (alloc/pages.c, pages_reserve): the executor
+ * grants only inside them.  0 or ENOMEM (the lock is refused). */
+static int lock_reserve(struct xpfo_compartment *c)
+{
+	int e = pages_reserve(c, opt.lock_segments);
+	if (e)
+		xpfo_warn("sandbox: lock refused: no room in the heap for the %u segments reserved "
+			  "for compartment \"%s\" (lock_segments)",
+			  (unsigned long)opt.lock_segments, c->pub_name);
+	return e;
+}
+
 int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 {
 	int e = lock_precheck(t, c, flags);
@@ -391,9 +486,15 @@ int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 	static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 	if (!e) {
 		pthread_mutex_lock(&build_lock);
-		c->flags |= XPFO_COMPARTMENT_STRICT; /* root's pages out of reach */
-		size_t n = filter_build(prog, sizeof prog / sizeof prog[0]);
-		e = n ? lock_install(c, flags, prog, n) : ENOSYS;
+		bool first = !c->reserved; /* set only here, under build_lock */
+		e = lock_reserve(c);
+		if (!e && !lock_keyed()) /* root's pages out of reach: closed for the process */
+			c->flags |= XPFO_COMPARTMENT_STRICT;
+		size_t n = e ? 0 : filter_build(prog, sizeof prog / sizeof prog[0]);
+		if (!e)
+			e = n ? lock_install(c, flags, prog, n) : ENOSYS;
+		if (e && first)
+			pages_unreserve(c);
 		pthread_mutex_unlock(&build_lock);
 	}
 	return e;

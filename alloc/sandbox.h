@@ -27,6 +27,7 @@ union sandbox_gate {
 	struct {
 		unsigned n;
 		struct sandbox_gate_entry e[64];
+		int plain_key;     /* key_plain() (alloc.h): 0, or key_root after a lock */
 	} g;
 	char page[4096];
 };

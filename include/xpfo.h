@@ -89,11 +89,13 @@ XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
  * compartments, and a seccomp filter limits its system calls to an
  * allow-list (docs/security.md).  Call it from outside any compartment.
  * Irreversible.  0, or -1 with errno: EINVAL (bad handle, unknown flags,
- * already inside a compartment), EPERM (other threads are alive: the
- * mprotect backend's protections are per process, and the pkeys backend
- * does not yet close root for one thread; pkeys: an unsafe WRPKRU, XRSTOR
- * or WRFSBASE in an executable mapping, reported; already locked), ENOSYS
- * (no seccomp). */
+ * already inside a compartment), EPERM (mprotect backend and other threads
+ * are alive: its protections are per process; pkeys: an unsafe WRPKRU,
+ * XRSTOR or WRFSBASE in an executable mapping, reported; already locked),
+ * ENOSPC (pkeys, other threads alive, and no key for root's pages:
+ * root_key=0 or none free at start; reported), EAGAIN (pkeys: no key free
+ * for c; reported), ENOSYS (no seccomp).  On pkeys other threads keep
+ * root. */
 XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
 #define XPFO_LOCK_KILL 0x1u /* a denied syscall kills the process (after the report) instead of failing with EPERM */
 

@@ -81,6 +81,7 @@ struct sealed_globals {
 	size_t canary_bytes;         /* 8 with canaries, else 0 */
 	int pkeys_on;                /* the pkeys backend is in use */
 	int key_alloc;               /* pkeys: the allocator's key (free pages, metadata) */
+	int key_root;                /* pkeys: reserved for root's pages (a lock moves them to it), or -1 */
 	int seal_meta;               /* pkeys: metadata carries key_alloc, open only inside xpfo */
 	const char *backend_note;    /* why this backend (e.g. why not pkeys) */
 };
@@ -101,6 +102,7 @@ extern union sealed_page xpfo_sealed;
 #define canary_bytes (xpfo_sealed.g.canary_bytes)
 #define pkeys_on (xpfo_sealed.g.pkeys_on)
 #define key_alloc (xpfo_sealed.g.key_alloc)
+#define key_root (xpfo_sealed.g.key_root)
 #define seal_meta (xpfo_sealed.g.seal_meta)
 
 /* A thread's ChaCha20 stream (src/random.c). */

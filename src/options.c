@@ -20,6 +20,8 @@ union sealed_page xpfo_sealed __attribute__((aligned(4096))) = { .g = { .options
 	.report = 1,
 	.compartments = COMP_MODE_OFF,
 	.seal_metadata = 1,
+	.root_key = 1,
+	.lock_segments = 64,
 } } };
 
 /* What each profile turns on; options given after it override it. */
@@ -119,6 +121,14 @@ static const struct opt_desc table[] = {
 	{ "seal_metadata", T_BOOL, OFF(seal_metadata), 0, 1, NULL,
 	  "pkeys backend: the metadata carries the allocator's key, open only inside xpfo's "
 	  "entry points (hardened_malloc's seal_metadata)" },
+	{ "root_key", T_BOOL, OFF(root_key), 0, 1, NULL,
+	  "pkeys backend: reserve a protection key at start for root's pages, so that "
+	  "xpfo_lock_thread can confine one thread while others run (0: one more key for "
+	  "compartments, and the lock needs a single thread)" },
+	{ "lock_segments", T_UINT, OFF(lock_segments), 1, 65536, NULL,
+	  "segments (4 MiB of address space each) reserved for a compartment at its first "
+	  "xpfo_lock_thread: its only ones from then on (its allocations fail with ENOMEM past "
+	  "them), and no one else's" },
 	{ "compartments", T_ENUM, OFF(compartments), 0, 1, comp_names,
 	  "thread: every thread but the first runs in a compartment of its own (a diagnostic "
 	  "for share-nothing programs; most programs share memory between threads and trip it)" },

@@ -39,6 +39,8 @@ struct options {
 	unsigned quarantine_large; /* freed page runs a thread holds back, revoked */
 	unsigned seal;           /* the sealed page read-only after start */
 	unsigned seal_metadata;  /* pkeys: metadata tagged with the allocator's key */
+	unsigned root_key;       /* pkeys: a key reserved for root's pages (xpfo_lock_thread) */
+	unsigned lock_segments;  /* segments reserved for a compartment at its lock */
 };
 
 /* the options live in the sealed page (internal.h) */

@@ -149,12 +149,13 @@ static void write_all(int fd, const char *buf, size_t n)
 	}
 }
 
-/* In the worker (child or thread): into the compartment, locked; read the
- * request from the client; parse.  NULL when the lock failed. */
-static char *work(int cfd, const char **why)
+/* In the worker (child or thread): into the compartment (*cp), locked;
+ * read the request from the client; parse.  NULL when the lock failed. */
+static char *work(int cfd, const char **why, void **cp)
 {
 #ifndef PARSED_NO_XPFO
 	xpfo_compartment_t *c = xpfo_compartment_create("parser", XPFO_COMPARTMENT_STRICT);
+	*cp = c;
 	if (!c || (lock_on ? xpfo_lock_thread(c, 0) : !xpfo_enter(c))) {
 		*why = strerror(errno);
 		return NULL;
@@ -180,7 +181,8 @@ static void serve_fork(int cfd)
 		close(p[0]);
 		close(listen_fd); /* the parser gets the request and the pipe, nothing else */
 		const char *why = "?";
-		char *reply = work(cfd, &why);
+		void *c;
+		char *reply = work(cfd, &why, &c);
 		if (!reply)
 			dprintf(p[1], "error: cannot lock the parser: %s\n", why);
 		else
@@ -208,12 +210,13 @@ struct job {
 	int cfd;
 	char *reply;
 	const char *why;
+	void *comp; /* destroyed once the thread is gone (its reserved segments too) */
 };
 
 static void *worker(void *arg)
 {
 	struct job *j = arg;
-	char *r = work(j->cfd, &j->why);
+	char *r = work(j->cfd, &j->why, &j->comp);
 	if (r && xpfo_transfer(r, xpfo_root()) == 0)
 		j->reply = r;
 	return NULL;
@@ -221,11 +224,13 @@ static void *worker(void *arg)
 
 static void serve_thread(int cfd)
 {
-	struct job j = { cfd, NULL, "no reply" };
+	struct job j = { cfd, NULL, "no reply", NULL };
 	pthread_t th;
 	if (pthread_create(&th, NULL, worker, &j))
 		return;
 	pthread_join(th, NULL);
+	if (j.comp && xpfo_compartment_destroy(j.comp))
+		fprintf(stderr, "parsed: cannot destroy the parser's compartment: %s\n", strerror(errno));
 	if (j.reply) {
 		write_all(cfd, j.reply, strlen(j.reply));
 		free(j.reply);

@@ -120,6 +120,12 @@ static int run(int locked, struct result *r)
 	return got == (ssize_t)sizeof *r;
 }
 
+/* a and b differ by at most 1/div of b */
+static int within(unsigned long long a, unsigned long long b, unsigned long long div)
+{
+	return (a > b ? a - b : b - a) <= b / div;
+}
+
 int main(int argc, char **argv)
 {
 	tu_prog = "sandbox/alloc";
@@ -136,11 +142,24 @@ int main(int argc, char **argv)
 #undef X
 	/* Every count is equal but the revoking syscalls, which depend on how
 	 * freed runs coalesce at a flush: about one run in 4 a span differs by
-	 * one (25,963 against 25,964 here), so they may differ by 0.1%. */
-#define X(f) CHECK(strcmp(#f, "sandbox_granted") == 0 || strcmp(#f, "revoke_syscalls") == 0 || \
-		   u.d.f == l.d.f, "%s differs", #f);
+	 * one (25,963 against 25,964 here), so they may differ by 0.1%.  The
+	 * purges depend on placement too: a locked compartment's segments
+	 * come from its reservation (contiguous), and a thread's grant spans
+	 * (issue 11) are cut from whatever segment has room, so where freed runs
+	 * meet a segment's edge differs (3,927 purges of 485,589 pages unlocked,
+	 * 4,030 of 494,520 locked here): purges and purged pages may differ
+	 * by 5% either way. */
+#define PLACED(f) (strcmp(#f, "revoke_syscalls") == 0 || strcmp(#f, "purges") == 0 || \
+		   strcmp(#f, "pages_purged") == 0)
+#define X(f) CHECK(strcmp(#f, "sandbox_granted") == 0 || PLACED(f) || u.d.f == l.d.f, \
+		   "%s differs", #f);
 	FIELDS(X)
 #undef X
+	CHECK(within(l.d.purges, u.d.purges, 20), "purges: %llu locked, %llu unlocked",
+	      (unsigned long long)l.d.purges, (unsigned long long)u.d.purges);
+	CHECK(within(l.d.pages_purged, u.d.pages_purged, 20),
+	      "pages_purged: %llu locked, %llu unlocked", (unsigned long long)l.d.pages_purged,
+	      (unsigned long long)u.d.pages_purged);
 	CHECK(u.d.revoke_syscalls - l.d.revoke_syscalls + u.d.revoke_syscalls / 1000 <=
 		      2 * (u.d.revoke_syscalls / 1000),
 	      "revoke_syscalls differ by more than 0.1%%");
