@@ -216,6 +216,12 @@ struct xpfo_stats {
 	uint64_t secret_resident_bytes; /* now: their resident frames (smaps Rss) */
 	uint64_t aliases;               /* now: page runs shared with xpfo_share_fd */
 	uint64_t alias_revocations;     /* aliases truncated (or punched) with their pages */
+	/* userfaultfd (release=uffd, and the degraded mode where it is armed) */
+	uint64_t uffd_armed;            /* now: 1 when released pages are watched */
+	uint64_t spans_released_uffd;   /* revoked by release only, watched (no mprotect) */
+	uint64_t uffd_faults;           /* faults on missing heap pages the handler saw */
+	uint64_t uffd_fills;            /* of those, pages of the thread's own filled */
+	uint64_t uffd_syscalls;         /* userfaultfd, ioctl and mincore calls */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,
