@@ -79,7 +79,8 @@ bool uffd_degrade_on(void)
 
 int uffd_fill_grant(struct xpfo_compartment *c, uintptr_t a, size_t len)
 {
-	if (!os_uffd_armed() || secret_comp(c))
+	/* armed or not: pages released while it was are missing still */
+	if (secret_comp(c))
 		return 0;
 	if (tl_sandbox_locked)
 		return 0; /* the executor filled them when it let the grant through */

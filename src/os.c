@@ -223,6 +223,11 @@ void os_sandbox_lock(void)
 	os_locked = 1;
 }
 
+bool os_thread_locked(void)
+{
+	return os_locked;
+}
+
 static int mem_open(void)
 {
 	int fd = __atomic_load_n(&mem_fd, __ATOMIC_ACQUIRE);

@@ -81,6 +81,7 @@ _Noreturn void os_abort(void);
  * the process for good, and the calling thread never opens a file again
  * (os_read_file, os_count_vmas: EPERM). */
 void os_sandbox_lock(void);
+bool os_thread_locked(void); /* the calling thread is locked */
 
 /* ---- secret memory and alias mappings (src/memfd.c) ------------------
  * Same contract.  os_secret_probe: can this process create memfd_secret
@@ -134,7 +135,8 @@ int os_pkey_probe(void);
  * os_uffd_open: 0 or the errno that says why not (ENOSYS, EPERM, ...).
  * os_uffd_register: watch missing pages of [addr, addr+size) (one range).
  * os_uffd_rearm: the same for a new mapping made over part of that range
- * (MAP_FIXED, mremap); a failure makes os_uffd_armed false for good.
+ * (MAP_FIXED, mremap); a failure, or a locked thread (which may not make
+ * the ioctl), makes os_uffd_armed false for good (os_uffd_fill goes on).
  * os_uffd_fill: map the zero page at every missing page of the range
  * (resident ones are left alone); 0 outside registered mappings.
  * os_uffd_forget: in a fork child, drop the parent's descriptor (its ioctls
@@ -146,6 +148,7 @@ bool os_uffd_armed(void);
 bool os_uffd_in(uintptr_t a);
 int os_uffd_fill(void *addr, size_t size);
 void os_uffd_forget(void);
+int os_uffd_fd(void); /* the descriptor, or -1 (the sandbox executor keeps it) */
 /* tgkill(getpid(), gettid(), sig) */
 void os_raise_self(int sig);
 
