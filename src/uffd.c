@@ -161,6 +161,38 @@ static uintptr_t skip_present(uintptr_t a, uintptr_t end)
 	return end;
 }
 
+/* ZEROPAGE over [a, end): 0 or an errno.  ENOENT means the range is not
+ * inside one registered VMA: adjacent anonymous VMAs do not always merge
+ * (different anon_vma), so the range is halved until each part is; a
+ * single page that is not registered is left alone (nothing watches it). */
+static int fill_range(uintptr_t a, uintptr_t end)
+{
+	while (a < end) {
+		struct uffdio_zeropage z = { .range = { a, end - a } };
+		stat_inc(uffd_syscalls);
+		if (!ioctl(uffd, UFFDIO_ZEROPAGE, &z))
+			return 0;
+		int e = errno;
+		uintptr_t done = z.zeropage > 0 ? (uintptr_t)z.zeropage : 0;
+		if (e == EAGAIN) {
+			a += done;
+		} else if (e == EEXIST) { /* a page is there already: go past it
+					   * (mincore reads the caller's own address space: in the
+					   * sandbox executor, not the filled one; one page at least) */
+			a = skip_present(a + done + 4096, end);
+		} else if (e == ENOENT) {
+			if (end - a == 4096)
+				return 0;
+			uintptr_t mid = a + (((end - a) >> 13) << 12);
+			e = fill_range(a, mid);
+			return e ? e : fill_range(mid, end);
+		} else {
+			return e;
+		}
+	}
+	return 0;
+}
+
 int os_uffd_fill(void *addr, size_t size)
 {
 	if (uffd < 0)
@@ -169,27 +201,7 @@ int os_uffd_fill(void *addr, size_t size)
 	if (e)
 		return e;
 	int saved = errno;
-	uintptr_t a = (uintptr_t)addr, end = a + size;
-	while (a < end && !e) {
-		struct uffdio_zeropage z = { .range = { a, end - a } };
-		stat_inc(uffd_syscalls);
-		if (!ioctl(uffd, UFFDIO_ZEROPAGE, &z))
-			break;
-		e = errno;
-		uintptr_t done = z.zeropage > 0 ? (uintptr_t)z.zeropage : 0;
-		if (e == EAGAIN) {
-			a += done;
-			e = 0;
-		} else if (e == EEXIST) { /* a page is there already: go past it
-					   * (mincore reads the caller's own address space: in the
-					   * sandbox executor, not the filled one; one page at least) */
-			a = skip_present(a + done + 4096, end);
-			e = 0;
-		} else if (e == ENOENT) { /* not registered (another mapping): nothing watches */
-			e = 0;
-			break;
-		}
-	}
+	e = fill_range((uintptr_t)addr, (uintptr_t)addr + size);
 	errno = saved;
 	return e;
 }
