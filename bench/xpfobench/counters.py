@@ -13,7 +13,8 @@ XPFO_COUNTERS = ["revoke_syscalls", "grant_syscalls", "pages_revoked",
 XPFO_LEVELS = {"vmas", "peak_resident_kib", "pages_quarantined"}
 # the fields kept per run: XPFO_COUNTERS and these (peak_resident_kib is
 # derived from peak_resident_bytes)
-XPFO_KEPT = ["revoke_queued", "pages_purged", "pages_quarantined"]
+XPFO_KEPT = ["revoke_queued", "pages_purged", "pages_quarantined", "uffd_faults",
+             "uffd_fills", "spans_released_uffd", "uffd_syscalls"]
 
 # the start of an object; the first key is the format's version
 _START = re.compile(r'\{"xpfo_stats": ')
