@@ -284,9 +284,10 @@ static void quarantine(struct range *r)
  * and past vm.max_map_count mprotect fails.  Every VMA_CHECK_EVERY flushes
  * (and at once when an mprotect fails with ENOMEM) the process's VMAs are
  * counted; over the budget, spans shorter than DEGRADE_SPAN are revoked by
- * releasing their frames (the next touch reads zeros, never the old data)
- * instead of protecting them, until the count is back under half of it.  The
- * first time, a warning says so. */
+ * releasing their frames instead of protecting them, until the count is
+ * back under half of it: watched by the userfaultfd where it is armed (a
+ * stale access is reported, alloc/uffd.c), else unprotected (the next touch
+ * reads zeros, never the old data).  The first time, a warning says so. */
 #define VMA_CHECK_EVERY 64
 #define DEGRADE_SPAN ((size_t)64 << 10)
 static uint32_t vma_checks;
@@ -413,7 +414,10 @@ static unsigned gather_take(struct gather *g, bool *careful)
  * not plain anonymous memory: they are protected as before. */
 static bool release_watched(struct range *r, unsigned i, unsigned j, size_t len)
 {
-	if (backing_special(r[i].addr, len) || os_purge((void *)r[i].addr, len))
+	if (backing_special(r[i].addr, len))
+		return false;
+	stat_inc(revoke_syscalls); /* the madvise is this revocation's syscall */
+	if (os_purge((void *)r[i].addr, len))
 		return false;
 	stat_inc(purges);
 	stat_add(pages_purged, len >> PAGE_SHIFT);
