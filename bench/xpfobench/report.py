@@ -261,12 +261,14 @@ def section_release(data):
     if not all(m in allocs for m in RELEASE_MODES):
         return []
     S = data["summary"]
+    modes = (["xpfo"] if "xpfo" in allocs else []) + RELEASE_MODES
     rows = [release_row(data, b, a) for b in in_bench_order(data, S["time"])
-            for a in RELEASE_MODES if bench_stat(data, b, a, "wall")[3]]
+            for a in modes if bench_stat(data, b, a, "wall")[3]]
     if not rows:
         return []
     o = ["\n## Release: mprotect against userfaultfd\n"]
-    o.append("How a revoked span is taken away: `release=mprotect` (PROT_NONE; each "
+    o.append("How a revoked span is taken away (`xpfo`, the default: release=auto): "
+             "`release=mprotect` (PROT_NONE; each "
              "boundary splits a VMA) or `release=uffd` (frames released, pages watched "
              "by a userfaultfd; no VMA split; a grant maps the zero page over its missing "
              "pages).  Time (s) and peak RSS (MiB) as in the tables above; peak VMAs, "
