@@ -265,6 +265,20 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages);
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
+/* Fork child whose heap could not be registered again: every free page
+ * and unused segment gets PROT_NONE (single-threaded: under heap_lock). */
+void pages_protect_free(void);
+
+/* ---- uffd.c: released pages watched by a userfaultfd ------------------- */
+void uffd_init(void);                   /* at start: arm when wanted */
+void uffd_fork_child(void);             /* the child registers its own copy */
+bool uffd_release_on(void);             /* release=uffd in effect for this thread */
+bool uffd_degrade_on(void);             /* the degraded mode may release watched */
+/* Map the zero page over the missing pages of a new grant (0 or errno). */
+int uffd_fill_grant(struct xpfo_compartment *c, uintptr_t a, size_t len);
+/* A SIGBUS at heap address a from a thread in compartment `mine`: 1 when
+ * the page was one it may use and it is filled, 0 for a violation. */
+int uffd_fault(uintptr_t a, uint16_t mine);
 /* Purge s's retained free pages (heap_lock held); handover: s changes
  * hands, and a page whose purge fails is quarantined. */
 void seg_purge_retained(struct segment *s, bool handover);

@@ -166,7 +166,13 @@ static void span_of_owner(uintptr_t a, size_t npages, bool pending, void *sp)
 
 static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, unsigned what)
 {
-	owner_walk(s, id, what, span_of_owner, sp);
+	/* release=uffd leaves guard and free pages read-write and missing
+	 * (watched: a touch is a violation), so the walks take guards along,
+	 * and closing takes the segment's free pages too (they only ever go
+	 * to this compartment, and closing them is never unsafe): a
+	 * compartment's segment stays one VMA, open or closed */
+	unsigned more = !uffd_release_on() ? 0 : sp->closing ? OW_GUARD | OW_FREE : OW_GUARD;
+	owner_walk(s, id, what | more, span_of_owner, sp);
 }
 
 /* heap_lock held: collect c's spans of the kinds `what` selects (OW_LIVE,

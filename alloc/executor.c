@@ -124,6 +124,11 @@ static int decide_protect(struct executor *x, const uint64_t *a, bool keyed)
 		return -1;
 	if (!pages_move(x, a[0], a[1], M(PS_FRESH) | M(PS_MINE), PS_MINE))
 		return -1;
+	/* under a userfaultfd its missing pages are filled here: the locked
+	 * thread may not make that ioctl (alloc/uffd.c).  The descriptor acts
+	 * on the locked process; the range is one this grant just let open. */
+	if (os_uffd_fill((void *)(uintptr_t)a[0], (size_t)a[1]))
+		return -1;
 	__atomic_add_fetch(&sandbox_shared->grants, 1, __ATOMIC_RELAXED);
 	return 1;
 }
@@ -272,9 +277,16 @@ static _Noreturn void executor_main(struct executor *x, int sock)
 	}
 	x->state = st;
 	close(sock);
-	/* nothing of the service's: its descriptors are not the executor's */
-	syscall(SYS_close_range, 3, lfd - 1, 0);
-	syscall(SYS_close_range, lfd + 1, ~0u, 0);
+	/* nothing of the service's: its descriptors are not the executor's,
+	 * but for the userfaultfd, which fills what a grant lets open */
+	int ufd = os_uffd_fd(), lo = lfd < ufd ? lfd : ufd, hi = lfd < ufd ? ufd : lfd;
+	if (lo < 0)
+		lo = hi;
+	if (lo > 3)
+		syscall(SYS_close_range, 3, lo - 1, 0);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, lo + 1, hi - 1, 0);
+	syscall(SYS_close_range, hi + 1, ~0u, 0);
 	serve(x, lfd);
 }
 

@@ -268,8 +268,10 @@ void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn,
 	bool pending = false;
 	for (size_t p = 0; p <= SEG_PAGES; p++) {
 		uint32_t e = p < SEG_PAGES ? __atomic_load_n(&s->page[p], __ATOMIC_RELAXED) : 0;
-		bool in = p < SEG_PAGES && selected(e, what) &&
-			  __atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) == id;
+		/* a free page's aux is a flush serial: it is the segment's */
+		bool in = p < SEG_PAGES && (PG_TYPE(e) == PG_FREE
+				? (what & OW_FREE) && s->owner == id
+				: selected(e, what) && __atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) == id);
 		if (in && !n)
 			start = p;
 		if (in) {

@@ -137,6 +137,7 @@ enum owner_walk_what {
 	OW_LIVE = 1,    /* slab, run and tail pages */
 	OW_PENDING = 2, /* queued for revocation */
 	OW_GUARD = 4,   /* guard pages */
+	OW_FREE = 8,    /* free pages of a segment the compartment carved */
 };
 /* Calls fn(addr, npages, pending, arg) for each span of pages of carved
  * segment s that compartment id owns and `what` selects; consecutive pages

@@ -683,3 +683,37 @@ bool pages_reserved_for(size_t i, uint16_t id)
 {
 	return i < heap_nsegs && id && seg_table[i].rsv == id;
 }
+
+/* Protect [a, a+len) or say it could not (a fork child: nobody else runs). */
+static void protect_or_warn(uintptr_t a, size_t len)
+{
+	if (len && os_protect((void *)a, len, OS_NONE))
+		xpfo_warn("cannot protect free pages %p..%p: they read as zeros", (void *)a,
+			  (void *)(a + len));
+}
+
+void pages_protect_free(void)
+{
+	pthread_mutex_lock(&heap_lock);
+	size_t unused_from = heap_nsegs;
+	for (size_t i = 0; i <= heap_nsegs; i++) {
+		bool unused = i < heap_nsegs && seg_table[i].kind == SEG_UNUSED;
+		if (unused && unused_from == heap_nsegs)
+			unused_from = i;
+		if (unused)
+			continue;
+		if (unused_from != heap_nsegs)
+			protect_or_warn(heap_base + (unused_from << SEG_SHIFT),
+					(i - unused_from) << SEG_SHIFT);
+		unused_from = heap_nsegs;
+		if (i == heap_nsegs || seg_table[i].kind != SEG_PAGES_K)
+			continue;
+		struct segment *s = &seg_table[i];
+		for (size_t p = bit_next(s->free_map, 0, SEG_PAGES, true); p < SEG_PAGES;) {
+			size_t q = bit_next(s->free_map, p, SEG_PAGES, false);
+			protect_or_warn(seg_addr(s) + (p << PAGE_SHIFT), (q - p) << PAGE_SHIFT);
+			p = bit_next(s->free_map, q, SEG_PAGES, true);
+		}
+	}
+	pthread_mutex_unlock(&heap_lock);
+}

@@ -324,9 +324,10 @@ static void quarantine(struct range *r)
  * and past vm.max_map_count mprotect fails.  Every VMA_CHECK_EVERY flushes
  * (and at once when an mprotect fails with ENOMEM) the process's VMAs are
  * counted; over the budget, spans shorter than DEGRADE_SPAN are revoked by
- * releasing their frames (the next touch reads zeros, never the old data)
- * instead of protecting them, until the count is back under half of it.  The
- * first time, a warning says so. */
+ * releasing their frames instead of protecting them, until the count is
+ * back under half of it: watched by the userfaultfd where it is armed (a
+ * stale access is reported, alloc/uffd.c), else unprotected (the next touch
+ * reads zeros, never the old data).  The first time, a warning says so. */
 #define VMA_CHECK_EVERY 64
 #define DEGRADE_SPAN ((size_t)64 << 10)
 static uint32_t vma_checks;
@@ -344,7 +345,8 @@ static void vma_check(bool failed)
 			static int warned;
 			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 				xpfo_warn("%d VMAs, over the budget of %u (max_vmas): small freed spans are "
-					  "now released instead of protected", n, (unsigned long)budget);
+					  "now released instead of protected%s", n, (unsigned long)budget,
+					  uffd_degrade_on() ? " (watched by userfaultfd)" : "");
 		}
 	} else if ((uint64_t)n < budget / 2) {
 		__atomic_store_n(&g_stats.degraded, 0, __ATOMIC_RELAXED);
@@ -448,22 +450,47 @@ static unsigned gather_take(struct gather *g, bool *careful, unsigned keep)
 	return n;
 }
 
+/* Revoke the span r[i..j) by releasing its frames, watched by the
+ * userfaultfd (alloc/uffd.c): no mprotect, no VMA split; a stale access
+ * faults and is reported.  Its pages are known zero (missing) from now on:
+ * marked purged, so they are free and clean.  Secret and aliased spans are
+ * not plain anonymous memory: they are protected as before. */
+static bool release_watched(struct range *r, unsigned i, unsigned j, size_t len)
+{
+	if (backing_special(r[i].addr, len))
+		return false;
+	stat_inc(revoke_syscalls); /* the madvise is this revocation's syscall */
+	if (os_purge((void *)r[i].addr, len))
+		return false;
+	stat_inc(purges);
+	stat_add(pages_purged, len >> PAGE_SHIFT);
+	stat_add(pages_revoked, len >> PAGE_SHIFT);
+	stat_inc(spans_released_uffd);
+	for (unsigned k = i; k < j; k++)
+		r[k].purged = 1;
+	return true;
+}
+
 /* Take access away from the span r[i..j) (contiguous): 0, or the errno of
  * a failure (its runs are quarantined).  *done: released already. */
 static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
 {
 	size_t len = range_end(&r[j - 1]) - r[i].addr;
+	*done = true;
+	bool degraded = __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN;
+	if ((uffd_release_on() || (degraded && uffd_degrade_on())) &&
+	    release_watched(r, i, j, len))
+		return 0;
 	/* a span released unprotected is not marked clean: it stays writable,
 	 * and a write after free would reach the next calloc */
-	*done = true;
-	if (__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) && len < DEGRADE_SPAN &&
-	    release_unprotected(r[i].addr, len))
+	if (degraded && release_unprotected(r[i].addr, len))
 		return 0;
 	int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
 	stat_inc(revoke_syscalls);
 	if (e == ENOMEM) {
 		vma_check(true);
-		if (release_unprotected(r[i].addr, len))
+		if ((uffd_degrade_on() && release_watched(r, i, j, len)) ||
+		    release_unprotected(r[i].addr, len))
 			return 0;
 	}
 	if (e) {
@@ -654,12 +681,17 @@ int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	int se = secret_back(c, addr, len); /* a secret compartment's new frames */
 	if (se)
 		return se;
-	if ((c == &comp_root && !pkeys_on) || opt.revoke == REVOKE_OFF)
-		return grant_locked(c, addr, len);
-	/* the lock keeps c's key and open state still meanwhile (root's key
-	 * too: the first lock moves root's pages under it, comp_plain_rekey) */
-	pthread_mutex_lock(&c->lock);
-	int e = grant_locked(c, addr, len);
-	pthread_mutex_unlock(&c->lock);
-	return e;
+	int e;
+	if ((c == &comp_root && !pkeys_on) || opt.revoke == REVOKE_OFF) {
+		e = grant_locked(c, addr, len);
+	} else {
+		/* the lock keeps c's key and open state still meanwhile (root's key
+		 * too: the first lock moves root's pages under it, comp_plain_rekey) */
+		pthread_mutex_lock(&c->lock);
+		e = grant_locked(c, addr, len);
+		pthread_mutex_unlock(&c->lock);
+	}
+	/* released or never used pages are missing: fill them now, so that
+	 * neither the program nor the kernel faults on them */
+	return e ? e : uffd_fill_grant(c, addr, len);
 }

@@ -1,6 +1,9 @@
 /* fault.c - violation reports.  A SIGSEGV or SIGBUS at a heap address is an
  * access to a page the thread does not own: one line says what was touched,
  * whose it is and who touched it, then the signal takes its default action.
+ * A SIGBUS on a page released under the userfaultfd (alloc/uffd.c) is first
+ * offered to uffd_fault, which fills a page the thread may use; otherwise
+ * it is reported the same way, "(released page)", and ends by SIGSEGV.
  * Faults elsewhere go to the handler the program had, untouched.  The handler
  * allocates nothing and takes no lock. */
 #include "internal.h"
@@ -65,6 +68,22 @@ static void describe_owner(char *buf, size_t n, uintptr_t a)
 	}
 }
 
+/* The faulting thread's compartment id. */
+static uint16_t my_compartment(void)
+{
+	struct tstate *t = tl_state;
+	return t && t->heap ? t->heap->comp->id : comp_root.id;
+}
+
+/* A released page (missing in the userfaultfd's range) ends the process the
+ * way a protected one does: SIGSEGV, default action. */
+static void die_released(void)
+{
+	to_default(SIGSEGV);
+	to_default(SIGBUS);
+	os_raise_self(SIGSEGV);
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	XPFO_ENTRY;
@@ -75,9 +94,21 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		chain(sig, si, uc);
 		return;
 	}
+	bool released = sig == SIGBUS && si->si_code == BUS_ADRERR && os_uffd_in(a);
+	if (released && uffd_fault(a, my_compartment()))
+		return; /* filled: the access runs again */
+	if (!opt.report) {
+		if (released)
+			die_released();
+		else
+			chain(sig, si, uc);
+		return;
+	}
 	stat_inc(violations);
 	char owner[128], line[320];
 	describe_owner(owner, sizeof owner, a);
+	if (released)
+		fmt_str(owner + strlen(owner), sizeof owner - strlen(owner), " (released page)");
 	int w = arch_fault_is_write(uc);
 	struct tstate *t = tl_state;
 	long tid = os_gettid();
@@ -93,12 +124,15 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 			     w < 0 ? "access" : w ? "write" : "read", (void *)a, owner, tid, cname);
 	line[len++] = '\n';
 	os_write(2, line, len);
-	to_default(sig); /* the access runs again and the default action ends it */
+	if (released)
+		die_released();
+	else
+		to_default(sig); /* the access runs again and the default action ends it */
 }
 
 void fault_install(void)
 {
-	if (!opt.report)
+	if (!opt.report && !os_uffd_armed())
 		return;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

@@ -97,6 +97,7 @@ static void init_core(void)
 	canary_bytes = opt.canary ? 8 : 0;
 	sizeclass_init();
 	heap_reserve();
+	uffd_init();
 	int e = pages_init();
 	if (e)
 		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
@@ -268,6 +269,7 @@ static void fork_child(void)
 	fork_unlock(true);
 	struct tstate *self = tl_state;
 	os_mem_forget();
+	uffd_fork_child(); /* before the gathers below are applied */
 	if (self)
 		self->tid = os_gettid();
 	for (;;) {

@@ -87,6 +87,7 @@ void stats_fill(struct xpfo_stats *s)
 	s->keys_in_use = L(keys_in_use);
 	s->live_guards = L(live_guards);
 	s->aliases = L(aliases);
+	s->uffd_armed = L(uffd_armed);
 	secret_usage(&s->secret_mapped_bytes, &s->secret_resident_bytes);
 #undef L
 	long v = os_count_vmas(heap_base, heap_end);
@@ -207,6 +208,10 @@ static void print_summary(int fd, const struct xpfo_stats *s)
 		line(fd, "xpfo:   secret       %u KiB mapped, %u KiB resident; %u runs shared, %u alias revocations",
 		     s->secret_mapped_bytes >> 10, s->secret_resident_bytes >> 10, s->aliases,
 		     s->alias_revocations);
+	if (s->uffd_armed || s->spans_released_uffd || s->uffd_faults)
+		line(fd, "xpfo:   uffd         %s; %u spans released watched, %u faults on missing pages "
+		     "(%u filled), %u userfaultfd calls", s->uffd_armed ? "armed" : "not armed",
+		     s->spans_released_uffd, s->uffd_faults, s->uffd_fills, s->uffd_syscalls);
 }
 
 XPFO_EXPORT void xpfo_stats_print(int fd)

@@ -221,6 +221,12 @@ struct xpfo_stats {
 	/* grants (issue 11) */
 	uint64_t regrants_soon;         /* granting syscalls on pages the same thread revoked
 					   from the same owner within `batch` frees before */
+	/* userfaultfd (release=uffd, and the degraded mode where it is armed) */
+	uint64_t uffd_armed;            /* now: 1 when released pages are watched */
+	uint64_t spans_released_uffd;   /* revoked by release only, watched (no mprotect) */
+	uint64_t uffd_faults;           /* faults on missing heap pages the handler saw */
+	uint64_t uffd_fills;            /* of those, pages of the thread's own filled */
+	uint64_t uffd_syscalls;         /* userfaultfd, ioctl and mincore calls */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

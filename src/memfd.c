@@ -171,6 +171,8 @@ int os_fresh_copy_anon(void *addr, size_t size, bool readable, enum os_prot prot
 	e = map_file(NULL, size, PROT_READ | PROT_WRITE, -1, &tmp);
 	if (!e)
 		e = copy_replace(addr, size, readable, prot, key, tmp);
+	if (!e)
+		os_uffd_rearm(addr, size);
 	errno = saved;
 	return e;
 }
@@ -228,6 +230,8 @@ int os_move_back_pages(void *t, void *addr, size_t size)
 		if (mremap((char *)t + off, 4096, 4096, MREMAP_MAYMOVE | MREMAP_FIXED,
 			   (char *)addr + off) == MAP_FAILED)
 			e = errno;
+	if (!e)
+		os_uffd_rearm(addr, size);
 	errno = saved;
 	return e;
 }

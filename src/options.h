@@ -8,6 +8,7 @@ enum revoke_mode { REVOKE_BATCHED, REVOKE_EAGER, REVOKE_OFF };
 enum backend_kind { BACKEND_AUTO, BACKEND_MPROTECT, BACKEND_PKEYS };
 enum comp_mode { COMP_MODE_OFF, COMP_MODE_THREAD };
 enum profile { PROFILE_DEFAULT, PROFILE_STRICT, PROFILE_LIGHT };
+enum release_mode { RELEASE_AUTO, RELEASE_MPROTECT, RELEASE_UFFD };
 
 struct options {
 	unsigned backend;     /* enum backend_kind */
@@ -23,6 +24,8 @@ struct options {
 	unsigned report;      /* report faults in the heap (SIGSEGV handler) */
 	unsigned compartments; /* enum comp_mode */
 	unsigned long max_vmas; /* VMA budget; 0: half of vm.max_map_count */
+	unsigned release;     /* enum release_mode */
+	unsigned release_given; /* release= was given: its failure is warned about */
 
 	/* mitigations (set by the profile, each switchable) */
 	unsigned profile;        /* enum profile */

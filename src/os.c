@@ -163,6 +163,8 @@ int os_remap(void *addr, size_t size, enum os_prot prot)
 	void *p = mmap(addr, size, prot_bits(prot),
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 	e = p == MAP_FAILED ? errno : 0;
+	if (!e)
+		os_uffd_rearm(addr, size);
 	errno = saved;
 	return e;
 }
@@ -193,6 +195,10 @@ int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int
 	 * written under another key would never merge with their neighbours */
 	if (!e)
 		e = os_purge(addr, size);
+	/* under a userfaultfd the purged pages are missing, and the kernel
+	 * (the write below) may not fault them in: zero pages first */
+	if (!e && os_uffd_in((uintptr_t)addr))
+		e = os_uffd_fill(addr, size);
 	if (!e)
 		e = os_protect_key(addr, size, prot, key);
 	if (!e)
@@ -216,6 +222,11 @@ void os_sandbox_lock(void)
 	if (fd >= 0)
 		close(fd);
 	os_locked = 1;
+}
+
+bool os_thread_locked(void)
+{
+	return os_locked;
 }
 
 static int mem_open(void)
@@ -332,6 +343,8 @@ int os_move_back(void *t, void *addr, size_t size)
 	if (mprotect(t, size, PROT_NONE) ||
 	    mremap(t, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
+	if (!e)
+		os_uffd_rearm(addr, size);
 	errno = saved;
 	return e == EFAULT ? os_move_back_pages(t, addr, size) : e;
 }
@@ -362,6 +375,7 @@ static int fresh_copy_remap(void *addr, size_t size, bool readable, enum os_prot
 		goto unmap;
 	if (src != addr) /* the old frames leave the process */
 		munmap(src, size);
+	os_uffd_rearm(addr, size);
 	errno = saved;
 	return 0;
 unmap:
@@ -467,6 +481,13 @@ int os_dup_high(int fd)
 long os_gettid(void)
 {
 	return syscall(SYS_gettid);
+}
+
+void os_raise_self(int sig)
+{
+	int saved = errno;
+	syscall(SYS_tgkill, (long)getpid(), os_gettid(), sig);
+	errno = saved;
 }
 
 static uintptr_t parse_hex(const char *s, const char **end)

@@ -19,9 +19,10 @@ enum os_prot { OS_NONE = 0, OS_READ = 1, OS_RW = 3 };
  * change, PURGE madvise and remapping, MEM /proc/self/mem (ENOSYS: as if it
  * could not be opened). */
 enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_MEM, OS_OP_SECRET, OS_OP_ALIAS,
-	     OS_OP_COUNT };
+	     OS_OP_UFFD, OS_OP_COUNT };
 /* SECRET covers memfd_secret (creation and mapping), ALIAS the memfds of
- * xpfo_share_fd (creation, mapping, truncation). */
+ * xpfo_share_fd (creation, mapping, truncation), UFFD the userfaultfd
+ * (opening, registration, filling). */
 
 /* Reserve size bytes of inaccessible address space aligned to align (a power
  * of two >= page size).  *out gets the address. */
@@ -80,6 +81,7 @@ _Noreturn void os_abort(void);
  * the process for good, and the calling thread never opens a file again
  * (os_read_file, os_count_vmas: EPERM). */
 void os_sandbox_lock(void);
+bool os_thread_locked(void); /* the calling thread is locked */
 
 /* ---- secret memory and alias mappings (src/memfd.c) ------------------
  * Same contract.  os_secret_probe: can this process create memfd_secret
@@ -128,6 +130,30 @@ int os_pkey_alloc(unsigned rights, int *key);
 /* arch_pkey_probe (arch/pkeys.h: enum arch_pkey_status), which makes the
  * pkey_alloc and pkey_free calls. */
 int os_pkey_probe(void);
+
+/* ---- userfaultfd (src/uffd.c) -----------------------------------------
+ * One descriptor per process with UFFD_FEATURE_SIGBUS: a user-mode access
+ * to a missing page of the registered range raises SIGBUS (BUS_ADRERR) in
+ * the faulting thread; a kernel-mode one fails with EFAULT.
+ * os_uffd_open: 0 or the errno that says why not (ENOSYS, EPERM, ...).
+ * os_uffd_register: watch missing pages of [addr, addr+size) (one range).
+ * os_uffd_rearm: the same for a new mapping made over part of that range
+ * (MAP_FIXED, mremap); a failure, or a locked thread (which may not make
+ * the ioctl), makes os_uffd_armed false for good (os_uffd_fill goes on).
+ * os_uffd_fill: map the zero page at every missing page of the range
+ * (resident ones are left alone); 0 outside registered mappings.
+ * os_uffd_forget: in a fork child, drop the parent's descriptor (its ioctls
+ * would act on the parent's address space). */
+int os_uffd_open(void);
+int os_uffd_register(void *addr, size_t size);
+void os_uffd_rearm(void *addr, size_t size);
+bool os_uffd_armed(void);
+bool os_uffd_in(uintptr_t a);
+int os_uffd_fill(void *addr, size_t size);
+void os_uffd_forget(void);
+int os_uffd_fd(void); /* the descriptor, or -1 (the sandbox executor keeps it) */
+/* tgkill(getpid(), gettid(), sig) */
+void os_raise_self(int sig);
 
 /* Test seam: make the next `count` calls of op fail with err after `skip`
  * successful ones (count 0 disarms). */

@@ -17,14 +17,15 @@
 	X(compartment_opens) X(compartment_closes) X(transfers) X(violations) \
 	X(spans_released_unprotected) X(key_evictions) X(compartment_switches) X(guards_skipped) \
 	X(touches_skipped) \
-	X(close_failures) X(alias_revocations) X(regrants_soon)
+	X(close_failures) X(alias_revocations) X(regrants_soon) \
+	X(spans_released_uffd) X(uffd_faults) X(uffd_fills) X(uffd_syscalls)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
 	X(pages_quarantined) X(mapped_pages) X(peak_mapped_pages)          \
 	X(resident_pages) X(peak_resident_pages) X(metadata_bytes)         \
 	X(segments) X(large_live_bytes) X(compartments) X(degraded) X(vma_budget) X(keys_in_use) X(live_guards) \
-	X(aliases)
+	X(aliases) X(uffd_armed)
 
 /* Every field of struct xpfo_stats (include/xpfo.h), in its order: the one
  * list both reports walk.  T(name): a scalar the text report's summary lines
@@ -50,7 +51,7 @@
 	T(key_evictions) T(compartment_switches) T(live_guards) T(guards_skipped)  \
 	T(touches_skipped) T(close_failures) T(sandbox_denied) T(sandbox_granted) T(sandbox_passed) \
 	T(secret_mapped_bytes) T(secret_resident_bytes) T(aliases) T(alias_revocations) \
-	N(regrants_soon)
+	N(regrants_soon) T(uffd_armed) T(spans_released_uffd) T(uffd_faults) T(uffd_fills) T(uffd_syscalls)
 
 struct stats_global {
 #define X(n) uint64_t n;

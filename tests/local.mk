@@ -147,7 +147,7 @@ EXTRA_DIST += tests/soak.sh tests/soak.gp
 check_PROGRAMS += tests/unit/owner
 TESTS += tests/unit/owner
 tests_unit_owner_SOURCES = tests/unit/owner.c alloc/owner.c alloc/sizeclass.c src/options.c \
-	src/fatal.c src/os.c src/memfd.c src/stats.c $(tests_common)
+	src/fatal.c src/os.c src/memfd.c src/uffd.c src/stats.c $(tests_common)
 tests_unit_owner_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_unit_owner_CFLAGS = $(tests_cflags)
 

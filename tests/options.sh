@@ -39,8 +39,29 @@ run "revoke=off,stats=1"
 header | grep -q 'revoke=off' || fail "revoke=off not applied: $(header)"
 grep -q '^xpfo: warning' "$tmp/err" || fail "revoke=off is not warned about"
 
+# release: auto by default; uffd arms the userfaultfd (or says in one
+# warning that it cannot), mprotect never does; a bad value keeps the default
+def_release=$(sed -n 's/^  release=.*(default \([a-z]*\)).*/\1/p' "$tmp/help")
+[ -n "$def_release" ] || fail "XPFO_OPTIONS=help does not give the release default"
+run "release=uffd,stats=1"
+grep -q '^xpfo:   uffd         armed' "$tmp/err" ||
+	[ "$(grep -c '^xpfo: warning: userfaultfd unavailable' "$tmp/err")" -eq 1 ] ||
+	fail "release=uffd: neither armed nor one warning: $(cat "$tmp/err")"
+run "release=mprotect,stats=1"
+grep -q '^xpfo:   uffd' "$tmp/err" && fail "release=mprotect armed the userfaultfd"
+grep -q '^xpfo: warning' "$tmp/err" && fail "release=mprotect warned: $(cat "$tmp/err")"
+run "release=sometimes,stats=1"
+grep -q '^xpfo: warning: option release: unknown value "sometimes", keeping the default' \
+	"$tmp/err" || fail "release=sometimes: no warning: $(cat "$tmp/err")"
+run "stats=1"
+grep '^xpfo:   uffd' "$tmp/err" >"$tmp/uffd-default"
+run "release=sometimes,stats=1"
+[ "$(grep '^xpfo:   uffd' "$tmp/err" | sed 's/[0-9]* userfaultfd calls//')" = \
+  "$(sed 's/[0-9]* userfaultfd calls//' "$tmp/uffd-default")" ] ||
+	fail "release=sometimes did not keep the default ($def_release)"
+
 # reserve=65536: 2^46 aligned to itself does not fit in a 47-bit address space
-for bad in "nosuchkey=1" "revoke=sometimes" "batch=abc" "batch=" "stats=maybe" "revoke" ",,," \
+for bad in "nosuchkey=1" "revoke=sometimes" "release=sometimes" "batch=abc" "batch=" "stats=maybe" "revoke" ",,," \
 	"reserve=65536" "reserve=3"; do
 	run "$bad,stats=1"
 	[ $rc -eq 0 ] || fail "XPFO_OPTIONS=$bad: exit $rc"

@@ -139,7 +139,7 @@ void tu_stats(struct xpfo_stats *s);
 /* Fault injection into xpfo's OS layer (src/os.h, os_inject): the next
  * `count` calls of op fail with err after `skip` that succeed.  Linked test
  * builds only (the symbol is xpfo's test seam).  ops as in src/os.h: */
-enum { TU_OS_RESERVE, TU_OS_PROTECT, TU_OS_PURGE, TU_OS_MEM, TU_OS_SECRET, TU_OS_ALIAS };
+enum { TU_OS_RESERVE, TU_OS_PROTECT, TU_OS_PURGE, TU_OS_MEM, TU_OS_SECRET, TU_OS_ALIAS, TU_OS_UFFD };
 int xpfo__test_inject(int op, int err, unsigned skip, unsigned count);
 
 /* ---- misc --------------------------------------------------------------- */

@@ -45,6 +45,12 @@ def make_allocators(builddir):
               "profile=strict (every mitigation)", only=PROFILE_BENCHES),
         Alloc("xpfo-light", xpfo_so, {"XPFO_OPTIONS": "profile=light"}, True,
               "profile=light (the fewest mitigations)", only=PROFILE_BENCHES),
+        # how a revoked span is taken away (issue 14): PROT_NONE, or frames
+        # released under a userfaultfd (section "Release" of the report)
+        Alloc("xpfo-mprotect", xpfo_so, {"XPFO_OPTIONS": "release=mprotect"}, True,
+              "release=mprotect (no userfaultfd)", only=PROFILE_BENCHES),
+        Alloc("xpfo-uffd", xpfo_so, {"XPFO_OPTIONS": "release=uffd"}, True,
+              "release=uffd (released pages watched by a userfaultfd)", only=PROFILE_BENCHES),
         # every thread but the first in a compartment of its own: only for
         # the share-nothing workloads (each thread builds its own structure)
         Alloc("xpfo-cthread", xpfo_so, {"XPFO_OPTIONS": "compartments=thread"}, True,

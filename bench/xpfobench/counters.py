@@ -14,7 +14,8 @@ XPFO_LEVELS = {"vmas", "peak_resident_kib", "pages_quarantined"}
 # the fields kept per run: XPFO_COUNTERS and these (peak_resident_kib is
 # derived from peak_resident_bytes)
 XPFO_KEPT = ["revoke_queued", "pages_purged", "pages_quarantined", "allocs",
-             "regrants_soon"]
+             "regrants_soon", "uffd_faults", "uffd_fills", "spans_released_uffd",
+             "uffd_syscalls"]
 
 # the start of an object; the first key is the format's version
 _START = re.compile(r'\{"xpfo_stats": ')

@@ -9,7 +9,7 @@ import threading
 import time
 
 SYSCALLS = ["mmap", "munmap", "mprotect", "pkey_mprotect", "madvise", "mremap",
-            "brk", "futex"]
+            "brk", "futex", "ioctl", "mincore"]
 
 
 class Run:

@@ -277,6 +277,45 @@ def section_protections(data):
     return o
 
 
+RELEASE_MODES = ["xpfo-mprotect", "xpfo-uffd"]
+
+
+def release_row(data, b, a):
+    """time, peak RSS, peak VMAs, syscalls, handler faults of one mode."""
+    p = data["profiles"].get(b, {}).get(a) or {}
+    sc, x = p.get("syscalls") or {}, p.get("xpfo") or {}
+    calls = sum(sc.get(s, 0) for s in SYSCALLS) if sc else None
+    return [b, a, cell(data, b, a, "wall"), cell(data, b, a, "maxrss_kb"),
+            str(p.get("vmas_peak") or "–"), "–" if calls is None else str(calls),
+            str(x.get("uffd_faults", "–")), str(x.get("spans_released_uffd", "–"))]
+
+
+def section_release(data):
+    """release=mprotect against release=uffd (issue 14), per benchmark."""
+    allocs = ok_allocs(data)
+    if not all(m in allocs for m in RELEASE_MODES):
+        return []
+    S = data["summary"]
+    modes = (["xpfo"] if "xpfo" in allocs else []) + RELEASE_MODES
+    rows = [release_row(data, b, a) for b in in_bench_order(data, S["time"])
+            for a in modes if bench_stat(data, b, a, "wall")[3]]
+    if not rows:
+        return []
+    o = ["\n## Release: mprotect against userfaultfd\n"]
+    o.append("How a revoked span is taken away (`xpfo`, the default: release=auto): "
+             "`release=mprotect` (PROT_NONE; each "
+             "boundary splits a VMA) or `release=uffd` (frames released, pages watched "
+             "by a userfaultfd; no VMA split; a grant maps the zero page over its missing "
+             "pages).  Time (s) and peak RSS (MiB) as in the tables above; peak VMAs, "
+             "syscalls (the sum of the strace columns above, ioctl and mincore "
+             "included) and the xpfo counters from the untimed profile run: faults that "
+             "went through the fault handler (a missing page touched) and spans released "
+             "watched.\n\n")
+    o.append(table(["benchmark", "mode", "time s", "peak RSS", "peak VMAs", "syscalls",
+                    "handler faults", "spans released watched"], rows))
+    return o
+
+
 def section_micro(data):
     if not data["micro"]:
         return []
@@ -408,7 +447,8 @@ def report(data, ctx):
     """latest.md, from the run's data (latest.json) alone."""
     o = section_head(data, ctx)
     for section in (section_time, section_rss, section_switches, section_syscalls,
-                    section_counters, section_protections, section_micro, section_ablation,
+                    section_counters, section_protections, section_release, section_micro,
+                    section_ablation,
                     section_compartments):
         o += section(data)
     o += section_plots(data, ctx)

@@ -25,7 +25,8 @@ iso_tests = \
 	tests/isolation/failclosed \
 	tests/isolation/forkcomp \
 	tests/isolation/osfail \
-	tests/isolation/quardestroy
+	tests/isolation/quardestroy \
+	tests/isolation/uffd
 
 check_PROGRAMS += $(iso_tests)
 TESTS += $(iso_tests)
@@ -111,3 +112,9 @@ tests_isolation_osfail_CPPFLAGS = $(iso_cppflags)
 tests_isolation_osfail_CFLAGS = $(iso_cflags)
 tests_isolation_osfail_LDADD = $(iso_ldadd)
 tests_isolation_osfail_LDFLAGS = $(iso_ldflags)
+
+tests_isolation_uffd_SOURCES = tests/isolation/uffd.c $(iso_sources)
+tests_isolation_uffd_CPPFLAGS = $(iso_cppflags)
+tests_isolation_uffd_CFLAGS = $(iso_cflags)
+tests_isolation_uffd_LDADD = $(iso_ldadd)
+tests_isolation_uffd_LDFLAGS = $(iso_ldflags)

@@ -1,0 +1,257 @@
+/* uffd.c - released pages watched by userfaultfd (issue 14).
+ *
+ * Each case re-runs this program with its own XPFO_OPTIONS and checks how
+ * it ended and what it wrote:
+ *   budget: max_vmas=100; 20,000 page runs, every other one freed (10,000
+ *     frees, a flush each: over the budget, so small spans are released
+ *     instead of protected), then one freed run is read.  It must end with
+ *     the violation line (a released page) and SIGSEGV, never read zeros.
+ *   uaf: release=uffd; a freed run read after xpfo_flush(): reported, and
+ *     revoking it split no VMA (spans_released_uffd counts it).
+ *   own: release=uffd; a live run whose frames went away (madvise from the
+ *     test) is filled by the fault handler and reads zeros: the program goes
+ *     on (uffd_fills).
+ *   fork: release=uffd; the child of a fork registers its copy of the heap
+ *     again: a run freed (and released) before the fork, read in the child,
+ *     is reported there; the child allocates and frees normally before.
+ *   denied: release=uffd; the child's registration is made to fail
+ *     (xpfo__test_inject(TU_OS_UFFD)): one warning line, then the child
+ *     protects its free pages with mprotect: the same stale read is still
+ *     reported (by the protection fault).
+ *   vmabudget: tests/isolation/vmabudget with release=uffd and a limit of
+ *     200 VMAs for its 16 compartments x 1,000,000 objects.
+ * Skips (77) when the kernel offers no userfaultfd at all.
+ */
+#include "iso.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
+
+#define RUNSZ (16384 + 1)
+#define NRUN 20000
+
+static volatile unsigned char sink;
+
+/* printf without allocating (stdio's buffer could take the freed pages) */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(1, buf, (size_t)n) < 0)
+		tu_hard_error("write: %s", strerror(errno));
+}
+
+static int budget_child(void)
+{
+	static unsigned char *run[NRUN];
+	for (int i = 0; i < NRUN; i++) {
+		run[i] = malloc(RUNSZ);
+		if (!run[i])
+			tu_hard_error("malloc: %s", strerror(errno));
+		memset(run[i], 0x5a, RUNSZ);
+	}
+	for (int i = 0; i < NRUN; i += 2) {
+		free(run[i]);
+		xpfo_flush();
+	}
+	struct xpfo_stats s;
+	tu_stats(&s);
+	printf("degraded=%llu vmas=%llu\n", (unsigned long long)s.degraded,
+	       (unsigned long long)s.vmas);
+	fflush(stdout);
+	unsigned char *p = run[NRUN - 2];
+	sink = p[100];
+	printf("read %d: zeros, nobody told\n", sink);
+	return 0;
+}
+
+static int uaf_child(void)
+{
+	/* a neighbour stays live: a segment left all free would be remapped
+	 * (and protected) whole */
+	unsigned char *p = malloc(RUNSZ), *keep = malloc(RUNSZ);
+	memset(p, 0x5a, RUNSZ);
+	memset(keep, 0x5a, RUNSZ);
+	free(p);
+	xpfo_flush();
+	struct xpfo_stats s;
+	tu_stats(&s);
+	say("released_uffd=%llu\n", (unsigned long long)s.spans_released_uffd);
+	sink = p[100];
+	printf("read %d\n", sink);
+	return 0;
+}
+
+static int own_child(void)
+{
+	unsigned char *p = malloc(RUNSZ);
+	memset(p, 0x5a, RUNSZ);
+	/* the frames go away behind the allocator's back: a page of this
+	 * thread's own compartment is now missing */
+	if (madvise(p, 4096, MADV_DONTNEED))
+		tu_hard_error("madvise: %s", strerror(errno));
+	sink = p[100];
+	struct xpfo_stats s;
+	tu_stats(&s);
+	printf("read %d fills=%llu\n", sink, (unsigned long long)s.uffd_fills);
+	free(p);
+	return 0;
+}
+
+/* fork (inject: make the child's registration fail) and read a freed run
+ * in the child */
+static int fork_child(bool inject)
+{
+	/* a neighbour stays live: a segment left all free would be remapped
+	 * (and protected) whole */
+	unsigned char *p = malloc(RUNSZ), *keep = malloc(RUNSZ);
+	memset(p, 0x5a, RUNSZ);
+	memset(keep, 0x5a, RUNSZ);
+	free(p);
+	xpfo_flush();
+	fflush(NULL);
+	if (inject)
+		xpfo__test_inject(TU_OS_UFFD, EPERM, 0, 1000);
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (int i = 0; i < 1000; i++) { /* the child's heap works (small
+						    blocks: p's pages are not reused) */
+			unsigned char *q = malloc(1 + (size_t)i * 3);
+			memset(q, 1, 1 + (size_t)i * 3);
+			free(q);
+		}
+		xpfo_flush();
+		say("child ready\n");
+		sink = p[100];
+		printf("child read %d\n", sink);
+		fflush(stdout);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	printf("child %s\n", tu_status_str(st));
+	return 0;
+}
+
+static int has_line(const char *err, const char *prefix, const char *part)
+{
+	int n = 0;
+	for (const char *l = err; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, prefix, strlen(prefix))) {
+			const char *e = strchr(l, '\n');
+			size_t len = e ? (size_t)(e - l) : strlen(l);
+			char buf[512];
+			snprintf(buf, sizeof buf, "%.*s", (int)(len < 511 ? len : 511), l);
+			n += !part || strstr(buf, part) != NULL;
+		}
+	return n;
+}
+
+static void run_case(const char *name, const char *options, int want_sig, const char *want_out)
+{
+	const char *args[] = { name, NULL };
+	struct tu_child ch;
+	if (iso_run_self(options, args, 300, &ch))
+		tu_hard_error("could not run case %s", name);
+	fprintf(stderr, "  %s (XPFO_OPTIONS=%s): %s\n%s%s", name, options,
+		tu_status_str(ch.status), ch.out, ch.err);
+	if (want_sig)
+		CHECK(WIFSIGNALED(ch.status) && WTERMSIG(ch.status) == want_sig,
+		      "%s: ended with %s, want killed by signal %d", name, tu_status_str(ch.status),
+		      want_sig);
+	else
+		CHECK(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0, "%s: ended with %s", name,
+		      tu_status_str(ch.status));
+	if (want_sig)
+		CHECK(has_line(ch.err, "xpfo: violation: read of ", "(released page) from thread") == 1,
+		      "%s: no (or more than one) violation line for the released page", name);
+	if (want_out)
+		CHECK(strstr(ch.out, want_out) != NULL, "%s: stdout lacks \"%s\"", name, want_out);
+	CHECK(!strstr(ch.out, "zeros, nobody told"), "%s: a released page read as zeros", name);
+}
+
+static void fork_case(const char *name, bool inject)
+{
+	const char *args[] = { name, NULL };
+	struct tu_child ch;
+	if (iso_run_self("release=uffd", args, 300, &ch))
+		tu_hard_error("could not run case %s", name);
+	fprintf(stderr, "  %s (XPFO_OPTIONS=release=uffd): %s\n%s%s", name,
+		tu_status_str(ch.status), ch.out, ch.err);
+	CHECK(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0, "%s: ended with %s", name,
+	      tu_status_str(ch.status));
+	CHECK(strstr(ch.out, "child ready") && strstr(ch.out, "child killed by SEGV"),
+	      "%s: the child's stale read was not ended by SIGSEGV", name);
+	CHECK(has_line(ch.err, "xpfo: violation: read of ", inject ? NULL : "(released page)") == 1,
+	      "%s: want one violation line", name);
+	int warn = has_line(ch.err, "xpfo: warning: ", "userfaultfd");
+	CHECK(warn == (inject ? 1 : 0), "%s: %d userfaultfd warnings (want %d)", name, warn,
+	      inject ? 1 : 0);
+}
+
+/* The VMA budget test's 16 compartments x 1,000,000 objects under
+ * release=uffd: fewer than 200 VMAs after every round. */
+static void vmabudget_case(int rounds)
+{
+	char exe[4096], r[16];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 32);
+	if (n <= 0)
+		tu_hard_error("readlink /proc/self/exe: %s", strerror(errno));
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	snprintf(slash + 1, sizeof exe - (size_t)(slash + 1 - exe), "vmabudget");
+	snprintf(r, sizeof r, "%d", rounds);
+	char *const argv[] = { exe, "--rounds", r, "--runs", "200", "--transfers", "200",
+			       "--objects-vmas", "200", NULL };
+	const char *const env[] = { "XPFO_OPTIONS=release=uffd", NULL };
+	struct tu_child ch;
+	if (tu_run_cmd(argv, env, 600, &ch))
+		tu_hard_error("could not run %s", exe);
+	fprintf(stderr, "  vmabudget (XPFO_OPTIONS=release=uffd): %s\n%s", tu_status_str(ch.status),
+		ch.err);
+	CHECK(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0,
+	      "vmabudget --objects-vmas 200 with release=uffd ended with %s",
+	      tu_status_str(ch.status));
+}
+
+int main(int argc, char **argv)
+{
+	tu_prog = "uffd";
+	tu_xpfo_init(1);
+	iso_stdio_warmup(); /* no allocation between a free and the stale read */
+	if (argc == 2 && !strcmp(argv[1], "budget"))
+		return budget_child();
+	if (argc == 2 && !strcmp(argv[1], "uaf"))
+		return uaf_child();
+	if (argc == 2 && !strcmp(argv[1], "own"))
+		return own_child();
+	if (argc == 2 && !strcmp(argv[1], "fork"))
+		return fork_child(false);
+	if (argc == 2 && !strcmp(argv[1], "denied"))
+		return fork_child(true);
+	struct xpfo_stats st;
+	tu_stats(&st);
+	if (!st.uffd_armed)
+		tu_skip("no userfaultfd here (release=auto did not arm it)");
+	run_case("budget", "max_vmas=100", SIGSEGV, "degraded=1");
+	run_case("uaf", "release=uffd", SIGSEGV, "released_uffd=1");
+	run_case("own", "release=uffd", 0, "read 0 fills=1");
+	fork_case("fork", false);
+	fork_case("denied", true);
+	vmabudget_case(iso_skip_slow() ? 2 : 8);
+	tu_exit();
+}
