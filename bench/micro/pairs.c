@@ -62,7 +62,7 @@ static void check(const char *p, size_t i)
 	}
 }
 
-static __attribute__((noinline)) void measure_local(char **w, size_t *tag, size_t from, size_t to)
+static inline void local_pairs(char **w, size_t *tag, size_t from, size_t to)
 {
 	for (size_t i = from; i < to; i++) {
 		uint32_t k = slots[i];
@@ -73,14 +73,24 @@ static __attribute__((noinline)) void measure_local(char **w, size_t *tag, size_
 	}
 }
 
+static __attribute__((noipa)) void warm_local(char **w, size_t *tag, size_t n)
+{
+	local_pairs(w, tag, 0, n);
+}
+
+static __attribute__((noipa)) void measure_local(char **w, size_t *tag, size_t n)
+{
+	local_pairs(w, tag, 0, n);
+}
+
 static int run_local(void)
 {
 	char *w[WINDOW];
 	size_t tag[WINDOW];
 	for (size_t k = 0; k < WINDOW; k++)
 		stamp(w[k] = malloc(sizes[k]), tag[k] = k);
-	measure_local(w, tag, 0, npairs / 10); /* warm-up: slabs made */
-	measure_local(w, tag, 0, npairs);
+	warm_local(w, tag, npairs / 10); /* slabs made, not counted */
+	measure_local(w, tag, npairs);
 	for (size_t k = 0; k < WINDOW; k++)
 		free(w[k]);
 	return 0;
@@ -90,13 +100,13 @@ static int run_local(void)
 static char *buf[2][BATCH];
 static sem_t full[2], empty[2];
 
-static __attribute__((noinline)) void measure_produce(char **b, size_t from)
+static __attribute__((noipa)) void measure_produce(char **b, size_t from)
 {
 	for (size_t i = 0; i < BATCH; i++)
 		stamp(b[i] = malloc(sizes[from + i]), from + i);
 }
 
-static __attribute__((noinline)) void measure_consume(char **b, size_t from)
+static __attribute__((noipa)) void measure_consume(char **b, size_t from)
 {
 	for (size_t i = 0; i < BATCH; i++) {
 		check(b[i], from + i);
