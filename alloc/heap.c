@@ -540,9 +540,13 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 	}
 	t->st.allocs[cls]++;
 	if (t->hard) {
-		if (likely(!opt.waf_check && !opt.junk && touch_direct(t, s->owner)))
-			memcpy((char *)p + classes[cls].size - canary_bytes, &s->canary, canary_bytes);
-		else
+		if (likely(!opt.waf_check && !opt.junk && touch_direct(t, s->owner))) {
+			/* canary_bytes is 8 or 0: a constant size is one store,
+			 * not a call to memcpy */
+			if (canary_bytes)
+				memcpy((char *)p + classes[cls].size - sizeof s->canary, &s->canary,
+				       sizeof s->canary);
+		} else
 			slot_prepare(t, s, p);
 	}
 	return p;
