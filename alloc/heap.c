@@ -777,7 +777,7 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 	}
 }
 
-static void slot_release(struct tstate *t, struct slab *s, uint32_t i)
+static inline void slot_release(struct tstate *t, struct slab *s, uint32_t i)
 {
 	/* abandon_slab and adopt store s->heap atomically (heap_lock) */
 	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) == t->heap)
@@ -905,12 +905,13 @@ void heap_free(struct tstate *t, void *p)
 			const struct size_class *k = &classes[s->cls];
 			uintptr_t off = a - s->base;
 			uint32_t i = (uint32_t)((off * k->recip) >> 32);
-			struct theap *h = t->heap;
-			if (likely(i * k->size == off && i < s->nslots &&
-				   __atomic_load_n(&s->heap, __ATOMIC_RELAXED) == h)) {
+			/* a slot of another thread's slab takes the same path
+			 * (the checks of owner_lookup's lookup_slab, inline) up
+			 * to the release itself */
+			if (likely(i * k->size == off && i < s->nslots)) {
 				uint32_t w = i / 64;
 				uint64_t bit = 1ull << (i % 64);
-				if (unlikely(!(s->used[w] & bit) ||
+				if (unlikely(!(ld(&s->used[w]) & bit) ||
 					     ((ld(&s->remote[w]) | ld(&s->quar[w])) & bit))) {
 					struct blk b = { .owner = s->owner };
 					misuse("free", a, BLK_FREED, &b);
@@ -925,7 +926,7 @@ void heap_free(struct tstate *t, void *p)
 						return;
 					}
 				}
-				slot_release_local(t, h, s, i);
+				slot_release(t, s, i);
 				return;
 			}
 		}
