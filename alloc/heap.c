@@ -245,26 +245,34 @@ static inline void *slot_addr(const struct slab *s, unsigned i)
 	return (void *)(s->base + (size_t)i * classes[s->cls].size);
 }
 
+/* A random free slot: a random word with a free slot, then a random free
+ * bit in it, from one random byte (its low 6 bits the bit, its top 2 the
+ * first word: every class has 1, 2 or 4 words, sizeclass_init).  A full
+ * slab draws nothing. */
+static inline void *slab_take_random(struct tstate *t, struct slab *s)
+{
+	if (s->nused >= s->nslots)
+		return NULL;
+	unsigned nw = ((unsigned)s->nslots + 63) >> 6;
+	unsigned x = rng_byte(&t->rng), r = x & 63;
+	unsigned w = ((x >> 6) * nw) >> 2;
+	for (unsigned k = 0; k < nw; k++, w = (w + 1) & (nw - 1)) {
+		uint64_t f = ~s->used[w];
+		if (!f)
+			continue;
+		uint64_t rot = (f >> r) | (f << ((64 - r) & 63));
+		unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
+		st(&s->used[w], s->used[w] | (1ull << b));
+		s->nused++;
+		return slot_addr(s, w * 64 + b);
+	}
+	return NULL;
+}
+
 static inline void *slab_take(struct tstate *t, struct slab *s)
 {
-	if (opt.random_slots) {
-		/* a random word with a free slot, then a random free bit in it */
-		unsigned nw = (unsigned)(s->nslots + 63) / 64;
-		unsigned w0 = nw > 1 ? rng_byte(&t->rng) % nw : 0;
-		for (unsigned k = 0; k < nw; k++) {
-			unsigned w = w0 + k < nw ? w0 + k : w0 + k - nw;
-			uint64_t f = ~s->used[w];
-			if (!f)
-				continue;
-			unsigned r = rng_byte(&t->rng) & 63;
-			uint64_t rot = r ? (f >> r) | (f << (64 - r)) : f;
-			unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
-			st(&s->used[w], s->used[w] | (1ull << b));
-			s->nused++;
-			return slot_addr(s, w * 64 + b);
-		}
-		return NULL;
-	}
+	if (opt.random_slots)
+		return slab_take_random(t, s);
 	for (uint32_t w = s->cursor; w < SLAB_WORDS; w++) {
 		uint64_t u = s->used[w];
 		if (~u) {
