@@ -45,7 +45,9 @@ void sizeclass_init(void)
 		/* slab_take_random picks a slab's first word with two random
 		 * bits and wraps with a mask: 1, 2 or 4 words */
 		unsigned nw = (k->nslots + 63) / 64;
-		xpfo_assert(nw == 1 || nw == 2 || nw == 4);
+		if (nw != 1 && nw != 2 && nw != 4)
+			xpfo_fatal("size class %u has %u bitmap words", (unsigned long)k->size,
+				   (unsigned long)nw);
 	}
 	c = 0;
 	for (unsigned i = 0; i <= 64; i++) {
