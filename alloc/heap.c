@@ -328,6 +328,37 @@ static void slab_retire(struct tstate *t, struct slab *s)
 	flush_if_full(t, revoke_add(t, base, np, owner, RK_RUN, flags));
 }
 
+/* An empty slab stays on its heap's partial list while the heap keeps
+ * fewer than KEEP_EMPTY_PAGES pages so (its slots are free and zeroed, its
+ * pages its compartment's, as a partial slab's free slots are): a thread
+ * whose blocks are all freed, by itself or by a consumer thread, would
+ * otherwise retire slabs and make new ones at every turn (slab_new, a
+ * canary, the gather and back).  mimalloc keeps empty pages a while the
+ * same way.  The rest retire; heap_abandon retires the kept ones at
+ * thread exit. */
+#define KEEP_EMPTY_PAGES 64
+
+static bool slab_keep_empty(struct theap *h, struct slab *s)
+{
+	unsigned np = classes[s->cls].npages;
+	if (s->kept)
+		return true;
+	if (h->kept_pages + np > KEEP_EMPTY_PAGES)
+		return false;
+	h->kept_pages += np;
+	s->kept = 1;
+	return true;
+}
+
+/* s leaves the partial list to be allocated from again. */
+static inline void slab_unkeep(struct theap *h, struct slab *s)
+{
+	if (s->kept) {
+		s->kept = 0;
+		h->kept_pages -= classes[s->cls].npages;
+	}
+}
+
 /* ---- page runs ---------------------------------------------------------- */
 
 /* Pages granted at once for small runs: one mprotect opens a chunk, and
@@ -443,7 +474,8 @@ static void heap_drain_notify(struct tstate *t, struct theap *h)
 		if (__atomic_load_n(&s->heap, __ATOMIC_ACQUIRE) == h && slab_collect(s)) {
 			/* a free announced again since the notice was cleared has
 			 * linked the slab into the new list: it must stay */
-			if (s->nused == 0 && s->list != SL_CUR && slab_quiet(s)) {
+			if (s->nused == 0 && s->list != SL_CUR && slab_quiet(s) &&
+			    !slab_keep_empty(h, s)) {
 				list_del(list_of(h, s), s);
 				slab_retire(t, s);
 			} else if (s->list == SL_FULL) {
@@ -495,6 +527,7 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 		s = h->partial[cls].head;
 		if (s) {
 			list_del(&h->partial[cls], s);
+			slab_unkeep(h, s);
 		} else if (!(s = adopt(h, cls)) && !(s = slab_new(t, h, cls))) {
 			errno = ENOMEM;
 			return NULL;
@@ -763,6 +796,23 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 }
 
 /* Slot i of s, owned by the calling thread's current heap: clear its bit. */
+/* A slot was freed in a slab that is not its heap's current one: the
+ * slab moves from full to partial, and retires once empty. */
+static __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct theap *h,
+							  struct slab *s)
+{
+	if (s->list == SL_FULL) {
+		list_del(&h->full[s->cls], s);
+		list_push(&h->partial[s->cls], s, SL_PARTIAL);
+	}
+	/* an announced slab stays until its heap drains the notice:
+	 * freeing its metadata now would leave it linked in that list */
+	if (s->nused == 0 && slab_quiet(s) && !slab_keep_empty(h, s)) {
+		list_del(&h->partial[s->cls], s);
+		slab_retire(t, s);
+	}
+}
+
 static inline void slot_release_local(struct tstate *t, struct theap *h, struct slab *s, uint32_t i)
 {
 	uint32_t w = i / 64;
@@ -771,18 +821,8 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 	if (w < s->cursor)
 		s->cursor = w;
 	t->st.frees[s->cls]++;
-	if (unlikely(s->list != SL_CUR)) {
-		if (s->list == SL_FULL) {
-			list_del(&h->full[s->cls], s);
-			list_push(&h->partial[s->cls], s, SL_PARTIAL);
-		}
-		/* an announced slab stays until its heap drains the notice:
-		 * freeing its metadata now would leave it linked in that list */
-		if (s->nused == 0 && slab_quiet(s)) {
-			list_del(&h->partial[s->cls], s);
-			slab_retire(t, s);
-		}
-	}
+	if (unlikely(s->list != SL_CUR))
+		slot_release_listed(t, h, s);
 }
 
 static inline void slot_release(struct tstate *t, struct slab *s, uint32_t i)
@@ -1076,6 +1116,7 @@ void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment 
 static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 {
 	slab_collect(s);
+	slab_unkeep(h, s);
 	if (s->nused == 0 && slab_quiet(s)) {
 		slab_retire(t, s);
 		return;
