@@ -165,6 +165,13 @@ tests_unit_owner_SOURCES = tests/unit/owner.c alloc/owner.c alloc/sizeclass.c sr
 	src/fatal.c src/os.c src/memfd.c src/stats.c $(tests_common)
 tests_unit_owner_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_unit_owner_CFLAGS = $(tests_cflags)
+# The same for the thread streams (src/random.c).
+check_PROGRAMS += tests/unit/random
+TESTS += tests/unit/random
+tests_unit_random_SOURCES = tests/unit/random.c src/random.c src/options.c \
+	src/fatal.c src/os.c src/memfd.c src/stats.c $(tests_common)
+tests_unit_random_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+tests_unit_random_CFLAGS = $(tests_cflags)
 
 # The code's shape (tools/metrics.py --check): functions <= 60 lines, no
 # reference to a higher layer, no circle across directories.
