@@ -514,11 +514,9 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 {
 	struct slab *s = h->cur[cls];
 	if (s) {
-		if (slab_collect(s)) {
-			void *p = slab_take(t, s);
-			if (p)
-				return p;
-		}
+		/* no scan of its remote bits here: a slab with remote frees
+		 * is announced (notify), and the drain below folds them in and
+		 * makes it partial again */
 		list_push(&h->full[cls], s, SL_FULL);
 		h->cur[cls] = NULL;
 	}
