@@ -1140,8 +1140,13 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 void heap_abandon(struct tstate *t, struct theap *h)
 {
 	struct slab *n = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
-	for (; n; n = n->notify_next)
-		__atomic_store_n(&n->in_notify, 0, __ATOMIC_RELEASE);
+	while (n) {
+		/* the link first: once the notice is clear, a remote free may
+		 * push the slab again and rewrite it (TSan, tsan-remote) */
+		struct slab *next = n->notify_next;
+		__atomic_store_n(&n->in_notify, 0, __ATOMIC_SEQ_CST);
+		n = next;
+	}
 	for (unsigned c = 0; c < NCLASSES; c++) {
 		if (h->cur[c]) {
 			abandon_slab(t, h, h->cur[c]);

@@ -3,7 +3,7 @@
  * The block function follows RFC 8439 (20 rounds, 32-bit counter, 96-bit
  * nonce).  Each thread keys its own stream once, so drawing a byte is a load
  * from a buffer of four blocks.  The four are computed together, one in each
- * lane of SSE2-sized vectors (GCC vector extensions, portable C): the same
+ * lane of SSE2-sized vectors (GCC and clang vector extensions): the same
  * keystream as four blocks one after another, in less than half the
  * instructions (the slot randomisation draws a byte per small malloc). */
 #include "base.h"
@@ -38,20 +38,19 @@ static void chacha_block(const uint32_t in[16], uint32_t out[16])
 }
 
 typedef uint32_t v4u __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
 
 /* word i of four blocks, from x[i..i+3] holding those words of each block */
 static void transpose_store(const v4u *x, uint32_t *out)
 {
-	v4u t0 = __builtin_shuffle(x[0], x[1], (v4i){ 0, 4, 1, 5 });
-	v4u t1 = __builtin_shuffle(x[0], x[1], (v4i){ 2, 6, 3, 7 });
-	v4u t2 = __builtin_shuffle(x[2], x[3], (v4i){ 0, 4, 1, 5 });
-	v4u t3 = __builtin_shuffle(x[2], x[3], (v4i){ 2, 6, 3, 7 });
+	v4u t0 = __builtin_shufflevector(x[0], x[1], 0, 4, 1, 5);
+	v4u t1 = __builtin_shufflevector(x[0], x[1], 2, 6, 3, 7);
+	v4u t2 = __builtin_shufflevector(x[2], x[3], 0, 4, 1, 5);
+	v4u t3 = __builtin_shufflevector(x[2], x[3], 2, 6, 3, 7);
 	v4u b[4] = {
-		__builtin_shuffle(t0, t2, (v4i){ 0, 1, 4, 5 }),
-		__builtin_shuffle(t0, t2, (v4i){ 2, 3, 6, 7 }),
-		__builtin_shuffle(t1, t3, (v4i){ 0, 1, 4, 5 }),
-		__builtin_shuffle(t1, t3, (v4i){ 2, 3, 6, 7 }),
+		__builtin_shufflevector(t0, t2, 0, 1, 4, 5),
+		__builtin_shufflevector(t0, t2, 2, 3, 6, 7),
+		__builtin_shufflevector(t1, t3, 0, 1, 4, 5),
+		__builtin_shufflevector(t1, t3, 2, 3, 6, 7),
 	};
 	for (int k = 0; k < 4; k++)
 		memcpy(out + 16 * k, &b[k], sizeof b[k]);
