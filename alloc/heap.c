@@ -294,7 +294,8 @@ static bool slab_collect(struct slab *s)
 {
 	bool any = false;
 	for (uint32_t w = 0; w < SLAB_WORDS; w++) {
-		if (!ld(&s->remote[w]))
+		/* seq_cst: see slot_release_remote (a plain load on x86) */
+		if (!__atomic_load_n(&s->remote[w], __ATOMIC_SEQ_CST))
 			continue;
 		uint64_t r = __atomic_exchange_n(&s->remote[w], 0, __ATOMIC_ACQUIRE);
 		if (!r)
@@ -472,7 +473,9 @@ static void heap_drain_notify(struct tstate *t, struct theap *h)
 	struct slab *s = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
 	while (s) {
 		struct slab *next = s->notify_next;
-		__atomic_store_n(&s->in_notify, 0, __ATOMIC_RELEASE);
+		/* seq_cst, as slab_collect's reads: a remote free that saw the
+		 * notice still set must have its bit read here */
+		__atomic_store_n(&s->in_notify, 0, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&s->heap, __ATOMIC_ACQUIRE) == h && slab_collect(s)) {
 			/* a free announced again since the notice was cleared has
 			 * linked the slab into the new list: it must stay */
@@ -514,9 +517,14 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 {
 	struct slab *s = h->cur[cls];
 	if (s) {
-		/* no scan of its remote bits here: a slab with remote frees
-		 * is announced (notify), and the drain below folds them in and
-		 * makes it partial again */
+		/* its remote bits are scanned only when it was announced (a
+		 * slab with remote frees is, unless announced to an exited
+		 * heap before it was adopted: its notice stays set) */
+		if (__atomic_load_n(&s->in_notify, __ATOMIC_RELAXED) && slab_collect(s)) {
+			void *p = slab_take(t, s);
+			if (p)
+				return p;
+		}
 		list_push(&h->full[cls], s, SL_FULL);
 		h->cur[cls] = NULL;
 	}
@@ -753,7 +761,14 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 	t->st.frees[s->cls]++;
 	struct theap *h = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
 	if (h) {
-		if (!__atomic_exchange_n(&s->in_notify, 1, __ATOMIC_SEQ_CST)) {
+		/* already announced and not drained yet: the drain clears the
+		 * notice before it reads the remote bits (both seq_cst, like
+		 * these two accesses), so it sees this bit.  Only the first
+		 * remote free after a drain pays for the exchange and the push,
+		 * and the others do not write the slab's line the owner reads
+		 * (mimalloc's delayed-free flag does the same) */
+		if (!__atomic_load_n(&s->in_notify, __ATOMIC_SEQ_CST) &&
+		    !__atomic_exchange_n(&s->in_notify, 1, __ATOMIC_SEQ_CST)) {
 			struct slab *top = __atomic_load_n(&h->notify, __ATOMIC_RELAXED);
 			do
 				s->notify_next = top;
