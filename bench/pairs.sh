@@ -9,12 +9,14 @@
 # (default: all).  Prints one row per configuration: instructions per pair
 # for the one-thread window (local) and the two-thread producer/consumer
 # (remote), counting only the measure_* functions and what they call.
+# The one-thread count repeats exactly; the two-thread one varies by a few
+# instructions with how the threads interleave under valgrind.
 set -u
 n=${1:-200000}
 [ $# -gt 0 ] && shift
 configs=${*:-glibc mimalloc jemalloc xpfo xpfo-light xpfo-off xpfo-light-off}
 lib=/usr/lib/x86_64-linux-gnu
-xpfo=$(pwd)/.libs/libxpfo.so
+xpfo=${XPFO_LIB:-$(pwd)/.libs/libxpfo.so}   # XPFO_LIB: another build's
 # valgrind refuses the default 64 GiB reservation (EINVAL, not ENOMEM);
 # the reservation's size does not change the fast path
 vg=reserve=16
