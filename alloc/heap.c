@@ -576,7 +576,7 @@ static __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab
 	touch_end(&x);
 }
 
-static inline void *small_alloc(struct tstate *t, unsigned cls)
+static __attribute__((noinline)) void *small_alloc_full(struct tstate *t, unsigned cls)
 {
 	struct theap *h = t->heap;
 	struct slab *s = h->cur[cls];
@@ -598,6 +598,29 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 		} else
 			slot_prepare(t, s, p);
 	}
+	return p;
+}
+
+/* The cases small_alloc_full is for: no current slab or a full one, a
+ * random stream to refill, hardening beyond the canary.  Outside them
+ * small_alloc calls nothing, so it needs no frame. */
+static inline bool small_fast_ok(const struct tstate *t, const struct slab *s)
+{
+	return s && s->nused < s->nslots && t->rng.used < sizeof t->rng.buf &&
+	       (!t->hard || (!opt.waf_check && !opt.junk && touch_direct(t, s->owner)));
+}
+
+static inline void *small_alloc(struct tstate *t, unsigned cls)
+{
+	struct slab *s = t->heap->cur[cls];
+	if (unlikely(!small_fast_ok(t, s)))
+		return small_alloc_full(t, cls);
+	void *p = slab_take(t, s);
+	if (unlikely(!p))
+		return small_alloc_full(t, cls);
+	t->st.allocs[cls]++;
+	if (t->hard && canary_bytes)
+		memcpy((char *)p + classes[cls].size - sizeof s->canary, &s->canary, sizeof s->canary);
 	return p;
 }
 
