@@ -10,8 +10,9 @@
  * it runs out.  Slabs of a heap whose thread exited are abandoned to their
  * compartment and adopted by the next heap that needs that class.
  *
- * A slab whose slots are all free is retired: its pages go to the gather and
- * are revoked (free pages belong to the allocator, invariant I3).  Larger
+ * A slab whose slots are all free is retired (past the few a heap keeps,
+ * slab_keep_empty): its pages go to the gather and are revoked (free pages
+ * belong to the allocator, invariant I3).  Larger
  * sizes are page runs, freed the same way; sizes above LARGE_MAX take whole
  * segments.  Every check that a pointer is a live block is done here, once,
  * and misuse is fatal with the address and the compartment.
