@@ -579,6 +579,11 @@ static __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab
 
 static __attribute__((noinline)) void *small_alloc_full(struct tstate *t, unsigned cls)
 {
+	/* small_fast_ok wants a random byte left, random_slots or not (so
+	 * the fast path needs no refill): without random_slots the stream
+	 * would stay empty and every malloc would come here */
+	if (t->rng.used >= sizeof t->rng.buf)
+		rng_refill(&t->rng);
 	struct theap *h = t->heap;
 	struct slab *s = h->cur[cls];
 	void *p = likely(s != NULL) ? slab_take(t, s) : NULL;
