@@ -16,17 +16,33 @@
 void free_sized(void *p, size_t size);
 void free_aligned_sized(void *p, size_t align, size_t size);
 
-EXPORT void *malloc(size_t size)
+static __attribute__((noinline)) void *malloc_entry(size_t size)
 {
 	XPFO_ENTRY;
 	return heap_malloc(tstate_get(), size);
 }
 
-EXPORT void free(void *p)
+EXPORT void *malloc(size_t size)
+{
+	struct tstate *t = entry_fast();
+	return likely(t) ? heap_malloc(t, size) : malloc_entry(size);
+}
+
+static __attribute__((noinline)) void free_entry(void *p)
 {
 	XPFO_ENTRY;
-	if (p)
-		heap_free(tstate_get(), p);
+	heap_free(tstate_get(), p);
+}
+
+EXPORT void free(void *p)
+{
+	struct tstate *t = entry_fast();
+	if (!p)
+		return;
+	if (likely(t))
+		heap_free(t, p);
+	else
+		free_entry(p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)

@@ -93,6 +93,7 @@ struct slab {
 	uint8_t in_notify;    /* atomic */
 	uint32_t rpending;    /* atomic: remote frees between their bit and their notice */
 	uint8_t guard;        /* a guard page follows the slab */
+	uint8_t kept;         /* empty, kept on its heap's partial list (heap.c) */
 	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
 	uint64_t quar[SLAB_WORDS];   /* atomic: freed, held in a quarantine */
@@ -139,6 +140,7 @@ struct theap {                        /* a thread's allocation context in one co
 	struct slab *notify;              /* atomic stack of slabs with remote frees */
 	uint32_t epoch;                   /* comp->epoch when made; stale after destroy */
 	uint32_t nslabs;                  /* slabs made, for the guard interval */
+	uint32_t kept_pages;              /* pages of the empty slabs it keeps */
 };
 
 struct range {

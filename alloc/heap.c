@@ -10,8 +10,9 @@
  * it runs out.  Slabs of a heap whose thread exited are abandoned to their
  * compartment and adopted by the next heap that needs that class.
  *
- * A slab whose slots are all free is retired: its pages go to the gather and
- * are revoked (free pages belong to the allocator, invariant I3).  Larger
+ * A slab whose slots are all free is retired (past the few a heap keeps,
+ * slab_keep_empty): its pages go to the gather and are revoked (free pages
+ * belong to the allocator, invariant I3).  Larger
  * sizes are page runs, freed the same way; sizes above LARGE_MAX take whole
  * segments.  Every check that a pointer is a live block is done here, once,
  * and misuse is fatal with the address and the compartment.
@@ -265,26 +266,36 @@ static inline void *slot_addr(const struct slab *s, unsigned i)
 	return (void *)(s->base + (size_t)i * classes[s->cls].size);
 }
 
-static inline void *slab_take(struct tstate *t, struct slab *s)
+/* A random free slot: a random word with a free slot, then a random free
+ * bit in it, from one random byte (its low 6 bits the bit, its top 2 the
+ * first word: every class has 1, 2 or 4 words, sizeclass_init).  A full
+ * slab draws nothing. */
+static inline void *slab_take_random(struct tstate *t, struct slab *s)
 {
-	if (opt.random_slots) {
-		/* a random word with a free slot, then a random free bit in it */
-		unsigned nw = (unsigned)(s->nslots + 63) / 64;
-		unsigned w0 = nw > 1 ? rng_byte(&t->rng) % nw : 0;
-		for (unsigned k = 0; k < nw; k++) {
-			unsigned w = w0 + k < nw ? w0 + k : w0 + k - nw;
-			uint64_t f = ~s->used[w];
-			if (!f)
-				continue;
-			unsigned r = rng_byte(&t->rng) & 63;
-			uint64_t rot = r ? (f >> r) | (f << (64 - r)) : f;
-			unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
-			st(&s->used[w], s->used[w] | (1ull << b));
-			s->nused++;
-			return slot_addr(s, w * 64 + b);
-		}
+	if (s->nused >= s->nslots)
 		return NULL;
+	unsigned nw = ((unsigned)s->nslots + 63) >> 6;
+	unsigned x = rng_byte(&t->rng), r = x & 63;
+	unsigned w = ((x >> 6) * nw) >> 2;
+	for (unsigned k = 0; k < nw; k++, w = (w + 1) & (nw - 1)) {
+		uint64_t f = ~s->used[w];
+		if (!f)
+			continue;
+		uint64_t rot = (f >> r) | (f << ((64 - r) & 63));
+		unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
+		st(&s->used[w], s->used[w] | (1ull << b));
+		s->nused++;
+		return slot_addr(s, w * 64 + b);
 	}
+	return NULL;
+}
+
+/* Inlined into small_alloc whatever GCC's estimate: a call costs the
+ * fast path a frame (about 15 instructions per malloc). */
+static inline __attribute__((always_inline)) void *slab_take(struct tstate *t, struct slab *s)
+{
+	if (opt.random_slots)
+		return slab_take_random(t, s);
 	for (uint32_t w = s->cursor; w < SLAB_WORDS; w++) {
 		uint64_t u = s->used[w];
 		if (~u) {
@@ -304,7 +315,8 @@ static bool slab_collect(struct slab *s)
 {
 	bool any = false;
 	for (uint32_t w = 0; w < SLAB_WORDS; w++) {
-		if (!ld(&s->remote[w]))
+		/* seq_cst: see slot_release_remote (a plain load on x86) */
+		if (!__atomic_load_n(&s->remote[w], __ATOMIC_SEQ_CST))
 			continue;
 		uint64_t r = __atomic_exchange_n(&s->remote[w], 0, __ATOMIC_ACQUIRE);
 		if (!r)
@@ -338,6 +350,37 @@ static void slab_retire(struct tstate *t, struct slab *s)
 	slab_meta_free(s);
 	pthread_mutex_unlock(&heap_lock);
 	flush_if_full(t, revoke_add(t, base, np, owner, RK_RUN, flags));
+}
+
+/* An empty slab stays on its heap's partial list while the heap keeps
+ * fewer than KEEP_EMPTY_PAGES pages so (its slots are free and zeroed, its
+ * pages its compartment's, as a partial slab's free slots are): a thread
+ * whose blocks are all freed, by itself or by a consumer thread, would
+ * otherwise retire slabs and make new ones at every turn (slab_new, a
+ * canary, the gather and back).  mimalloc keeps empty pages a while the
+ * same way.  The rest retire; heap_abandon retires the kept ones at
+ * thread exit. */
+#define KEEP_EMPTY_PAGES 64
+
+static bool slab_keep_empty(struct theap *h, struct slab *s)
+{
+	unsigned np = classes[s->cls].npages;
+	if (s->kept)
+		return true;
+	if (h->kept_pages + np > KEEP_EMPTY_PAGES)
+		return false;
+	h->kept_pages += np;
+	s->kept = 1;
+	return true;
+}
+
+/* s leaves the partial list to be allocated from again. */
+static inline void slab_unkeep(struct theap *h, struct slab *s)
+{
+	if (s->kept) {
+		s->kept = 0;
+		h->kept_pages -= classes[s->cls].npages;
+	}
 }
 
 /* ---- page runs ---------------------------------------------------------- */
@@ -447,11 +490,14 @@ static void heap_drain_notify(struct tstate *t, struct theap *h)
 	struct slab *s = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
 	while (s) {
 		struct slab *next = s->notify_next;
-		__atomic_store_n(&s->in_notify, 0, __ATOMIC_RELEASE);
+		/* seq_cst, as slab_collect's reads: a remote free that saw the
+		 * notice still set must have its bit read here */
+		__atomic_store_n(&s->in_notify, 0, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&s->heap, __ATOMIC_ACQUIRE) == h && slab_collect(s)) {
 			/* a free announced again since the notice was cleared has
 			 * linked the slab into the new list: it must stay */
-			if (s->nused == 0 && s->list != SL_CUR && slab_quiet(s)) {
+			if (s->nused == 0 && s->list != SL_CUR && slab_quiet(s) &&
+			    !slab_keep_empty(h, s)) {
 				list_del(list_of(h, s), s);
 				slab_retire(t, s);
 			} else if (s->list == SL_FULL) {
@@ -488,7 +534,10 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 {
 	struct slab *s = h->cur[cls];
 	if (s) {
-		if (slab_collect(s)) {
+		/* its remote bits are scanned only when it was announced (a
+		 * slab with remote frees is, unless announced to an exited
+		 * heap before it was adopted: its notice stays set) */
+		if (__atomic_load_n(&s->in_notify, __ATOMIC_RELAXED) && slab_collect(s)) {
 			void *p = slab_take(t, s);
 			if (p)
 				return p;
@@ -503,6 +552,7 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 		s = h->partial[cls].head;
 		if (s) {
 			list_del(&h->partial[cls], s);
+			slab_unkeep(h, s);
 		} else if (!(s = adopt(h, cls)) && !(s = slab_new(t, h, cls))) {
 			errno = ENOMEM;
 			return NULL;
@@ -574,8 +624,13 @@ static __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab
 	touch_end(&x);
 }
 
-static inline void *small_alloc(struct tstate *t, unsigned cls)
+static __attribute__((noinline)) void *small_alloc_full(struct tstate *t, unsigned cls)
 {
+	/* small_fast_ok wants a random byte left, random_slots or not (so
+	 * the fast path needs no refill): without random_slots the stream
+	 * would stay empty and every malloc would come here */
+	if (t->rng.used >= sizeof t->rng.buf)
+		rng_refill(&t->rng);
 	struct theap *h = t->heap;
 	struct slab *s = h->cur[cls];
 	void *p = likely(s != NULL) ? slab_take(t, s) : NULL;
@@ -587,11 +642,38 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 	}
 	t->st.allocs[cls]++;
 	if (t->hard) {
-		if (likely(!opt.waf_check && !opt.junk && touch_direct(t, s->owner)))
-			memcpy((char *)p + classes[cls].size - canary_bytes, &s->canary, canary_bytes);
-		else
+		if (likely(!opt.waf_check && !opt.junk && touch_direct(t, s->owner))) {
+			/* canary_bytes is 8 or 0: a constant size is one store,
+			 * not a call to memcpy */
+			if (canary_bytes)
+				memcpy((char *)p + classes[cls].size - sizeof s->canary, &s->canary,
+				       sizeof s->canary);
+		} else
 			slot_prepare(t, s, p);
 	}
+	return p;
+}
+
+/* The cases small_alloc_full is for: no current slab or a full one, a
+ * random stream to refill, hardening beyond the canary.  Outside them
+ * small_alloc calls nothing, so it needs no frame. */
+static inline bool small_fast_ok(const struct tstate *t, const struct slab *s)
+{
+	return s && s->nused < s->nslots && t->rng.used < sizeof t->rng.buf &&
+	       (!t->hard || (!opt.waf_check && !opt.junk && touch_direct(t, s->owner)));
+}
+
+static inline void *small_alloc(struct tstate *t, unsigned cls)
+{
+	struct slab *s = t->heap->cur[cls];
+	if (unlikely(!small_fast_ok(t, s)))
+		return small_alloc_full(t, cls);
+	void *p = slab_take(t, s);
+	if (unlikely(!p))
+		return small_alloc_full(t, cls);
+	t->st.allocs[cls]++;
+	if (t->hard && canary_bytes)
+		memcpy((char *)p + classes[cls].size - sizeof s->canary, &s->canary, sizeof s->canary);
 	return p;
 }
 
@@ -755,7 +837,14 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 	t->st.frees[s->cls]++;
 	struct theap *h = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
 	if (h) {
-		if (!__atomic_exchange_n(&s->in_notify, 1, __ATOMIC_SEQ_CST)) {
+		/* already announced and not drained yet: the drain clears the
+		 * notice before it reads the remote bits (both seq_cst, like
+		 * these two accesses), so it sees this bit.  Only the first
+		 * remote free after a drain pays for the exchange and the push,
+		 * and the others do not write the slab's line the owner reads
+		 * (mimalloc's delayed-free flag does the same) */
+		if (!__atomic_load_n(&s->in_notify, __ATOMIC_SEQ_CST) &&
+		    !__atomic_exchange_n(&s->in_notify, 1, __ATOMIC_SEQ_CST)) {
 			struct slab *top = __atomic_load_n(&h->notify, __ATOMIC_RELAXED);
 			do
 				s->notify_next = top;
@@ -798,6 +887,23 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 }
 
 /* Slot i of s, owned by the calling thread's current heap: clear its bit. */
+/* A slot was freed in a slab that is not its heap's current one: the
+ * slab moves from full to partial, and retires once empty. */
+static __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct theap *h,
+							  struct slab *s)
+{
+	if (s->list == SL_FULL) {
+		list_del(&h->full[s->cls], s);
+		list_push(&h->partial[s->cls], s, SL_PARTIAL);
+	}
+	/* an announced slab stays until its heap drains the notice:
+	 * freeing its metadata now would leave it linked in that list */
+	if (s->nused == 0 && slab_quiet(s) && !slab_keep_empty(h, s)) {
+		list_del(&h->partial[s->cls], s);
+		slab_retire(t, s);
+	}
+}
+
 static inline void slot_release_local(struct tstate *t, struct theap *h, struct slab *s, uint32_t i)
 {
 	uint32_t w = i / 64;
@@ -806,21 +912,11 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 	if (w < s->cursor)
 		s->cursor = w;
 	t->st.frees[s->cls]++;
-	if (unlikely(s->list != SL_CUR)) {
-		if (s->list == SL_FULL) {
-			list_del(&h->full[s->cls], s);
-			list_push(&h->partial[s->cls], s, SL_PARTIAL);
-		}
-		/* an announced slab stays until its heap drains the notice:
-		 * freeing its metadata now would leave it linked in that list */
-		if (s->nused == 0 && slab_quiet(s)) {
-			list_del(&h->partial[s->cls], s);
-			slab_retire(t, s);
-		}
-	}
+	if (unlikely(s->list != SL_CUR))
+		slot_release_listed(t, h, s);
 }
 
-static void slot_release(struct tstate *t, struct slab *s, uint32_t i)
+static inline void slot_release(struct tstate *t, struct slab *s, uint32_t i)
 {
 	/* abandon_slab and adopt store s->heap atomically (heap_lock) */
 	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) == t->heap)
@@ -948,12 +1044,13 @@ void heap_free(struct tstate *t, void *p)
 			const struct size_class *k = &classes[s->cls];
 			uintptr_t off = a - s->base;
 			uint32_t i = (uint32_t)((off * k->recip) >> 32);
-			struct theap *h = t->heap;
-			if (likely(i * k->size == off && i < s->nslots &&
-				   __atomic_load_n(&s->heap, __ATOMIC_RELAXED) == h)) {
+			/* a slot of another thread's slab takes the same path
+			 * (the checks of owner_lookup's lookup_slab, inline) up
+			 * to the release itself */
+			if (likely(i * k->size == off && i < s->nslots)) {
 				uint32_t w = i / 64;
 				uint64_t bit = 1ull << (i % 64);
-				if (unlikely(!(s->used[w] & bit) ||
+				if (unlikely(!(ld(&s->used[w]) & bit) ||
 					     ((ld(&s->remote[w]) | ld(&s->quar[w])) & bit))) {
 					struct blk b = { .owner = s->owner };
 					misuse("free", a, BLK_FREED, &b);
@@ -968,7 +1065,7 @@ void heap_free(struct tstate *t, void *p)
 						return;
 					}
 				}
-				slot_release_local(t, h, s, i);
+				slot_release(t, s, i);
 				return;
 			}
 		}
@@ -1110,6 +1207,7 @@ void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment 
 static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 {
 	slab_collect(s);
+	slab_unkeep(h, s);
 	if (s->nused == 0 && slab_quiet(s)) {
 		slab_retire(t, s);
 		return;
@@ -1133,8 +1231,13 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 void heap_abandon(struct tstate *t, struct theap *h)
 {
 	struct slab *n = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
-	for (; n; n = n->notify_next)
-		__atomic_store_n(&n->in_notify, 0, __ATOMIC_RELEASE);
+	while (n) {
+		/* the link first: once the notice is clear, a remote free may
+		 * push the slab again and rewrite it (TSan, tsan-remote) */
+		struct slab *next = n->notify_next;
+		__atomic_store_n(&n->in_notify, 0, __ATOMIC_SEQ_CST);
+		n = next;
+	}
 	for (unsigned c = 0; c < NCLASSES; c++) {
 		if (h->cur[c]) {
 			abandon_slab(t, h, h->cur[c]);

@@ -42,6 +42,12 @@ void sizeclass_init(void)
 		unsigned long slots = k->npages * PAGE_SIZE / k->size;
 		k->nslots = (uint16_t)(slots > SLAB_MAX_SLOTS ? SLAB_MAX_SLOTS : slots);
 		k->recip = (uint32_t)(((1ull << 32) + k->size - 1) / k->size);
+		/* slab_take_random picks a slab's first word with two random
+		 * bits and wraps with a mask: 1, 2 or 4 words */
+		unsigned nw = (k->nslots + 63) / 64;
+		if (nw != 1 && nw != 2 && nw != 4)
+			xpfo_fatal("size class %u has %u bitmap words", (unsigned long)k->size,
+				   (unsigned long)nw);
 	}
 	c = 0;
 	for (unsigned i = 0; i <= 64; i++) {

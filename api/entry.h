@@ -10,6 +10,15 @@
 
 static inline bool entry_pow2(size_t a) { return a && !(a & (a - 1)); }
 
+/* The thread's state when the entry has nothing to do around the call (no
+ * pkeys: XPFO_ENTRY's seal_enter and seal_exit do nothing), so that malloc
+ * and free end in a tail call instead of keeping a frame for the cleanup;
+ * NULL: take the full entry (pkeys, or the thread's first call). */
+static inline struct tstate *entry_fast(void)
+{
+	return likely(!pkeys_on) ? tl_state : NULL;
+}
+
 /* realloc(NULL, n) is malloc; realloc(p, 0) frees and returns NULL (glibc) */
 static inline void *entry_realloc(void *p, size_t size)
 {

@@ -4,17 +4,33 @@
  * built), so a program can use xpfo beside glibc's malloc. */
 #include "entry.h"
 
-XPFO_EXPORT void *xpfo_malloc(size_t size)
+static __attribute__((noinline)) void *xpfo_malloc_entry(size_t size)
 {
 	XPFO_ENTRY;
 	return heap_malloc(tstate_get(), size);
 }
 
-XPFO_EXPORT void xpfo_free(void *p)
+XPFO_EXPORT void *xpfo_malloc(size_t size)
+{
+	struct tstate *t = entry_fast();
+	return likely(t) ? heap_malloc(t, size) : xpfo_malloc_entry(size);
+}
+
+static __attribute__((noinline)) void xpfo_free_entry(void *p)
 {
 	XPFO_ENTRY;
-	if (p)
-		heap_free(tstate_get(), p);
+	heap_free(tstate_get(), p);
+}
+
+XPFO_EXPORT void xpfo_free(void *p)
+{
+	struct tstate *t = entry_fast();
+	if (!p)
+		return;
+	if (likely(t))
+		heap_free(t, p);
+	else
+		xpfo_free_entry(p);
 }
 
 XPFO_EXPORT void *xpfo_calloc(size_t n, size_t size)

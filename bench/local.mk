@@ -86,3 +86,10 @@ bench-vm: bench/xb-vm-counts$(EXEEXT)
 bench-sandbox: all
 	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/bench/sandbox.sh
 EXTRA_DIST += bench/sandbox.sh
+
+# xb-pairs: small malloc/free pairs for callgrind instruction counts
+# (bench/pairs.sh; issue 11's ablation table in bench/README.md).
+EXTRA_PROGRAMS += bench/xb-pairs
+bench_xb_pairs_SOURCES = bench/micro/pairs.c
+bench_xb_pairs_LDADD = -lpthread
+EXTRA_DIST += bench/pairs.sh

@@ -108,7 +108,7 @@ extern union sealed_page xpfo_sealed;
 /* A thread's ChaCha20 stream (src/random.c). */
 struct rng {
 	uint32_t state[16];
-	uint8_t buf[64];
+	uint8_t buf[256];     /* four blocks (rng_refill) */
 	unsigned used;
 };
 void rng_init(struct rng *r);

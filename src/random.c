@@ -2,7 +2,10 @@
  *
  * The block function follows RFC 8439 (20 rounds, 32-bit counter, 96-bit
  * nonce).  Each thread keys its own stream once, so drawing a byte is a load
- * from a 64-byte buffer, and a block (about 300 cycles) serves 64 draws. */
+ * from a buffer of four blocks.  The four are computed together, one in each
+ * lane of SSE2-sized vectors (GCC and clang vector extensions): the same
+ * keystream as four blocks one after another, in less than half the
+ * instructions (the slot randomisation draws a byte per small malloc). */
 #include "base.h"
 
 #include <string.h>
@@ -34,6 +37,49 @@ static void chacha_block(const uint32_t in[16], uint32_t out[16])
 		out[i] = x[i] + in[i];
 }
 
+typedef uint32_t v4u __attribute__((vector_size(16)));
+
+/* word i of four blocks, from x[i..i+3] holding those words of each block */
+static void transpose_store(const v4u *x, uint32_t *out)
+{
+	v4u t0 = __builtin_shufflevector(x[0], x[1], 0, 4, 1, 5);
+	v4u t1 = __builtin_shufflevector(x[0], x[1], 2, 6, 3, 7);
+	v4u t2 = __builtin_shufflevector(x[2], x[3], 0, 4, 1, 5);
+	v4u t3 = __builtin_shufflevector(x[2], x[3], 2, 6, 3, 7);
+	v4u b[4] = {
+		__builtin_shufflevector(t0, t2, 0, 1, 4, 5),
+		__builtin_shufflevector(t0, t2, 2, 3, 6, 7),
+		__builtin_shufflevector(t1, t3, 0, 1, 4, 5),
+		__builtin_shufflevector(t1, t3, 2, 3, 6, 7),
+	};
+	for (int k = 0; k < 4; k++)
+		memcpy(out + 16 * k, &b[k], sizeof b[k]);
+}
+
+/* Blocks with counters in[12] .. in[12] + 3 (no wrap: the caller's). */
+static void chacha_block4(const uint32_t in[16], uint32_t out[64])
+{
+	v4u s[16], x[16];
+	for (int i = 0; i < 16; i++)
+		s[i] = (v4u){ in[i], in[i], in[i], in[i] };
+	s[12] += (v4u){ 0, 1, 2, 3 };
+	memcpy(x, s, sizeof x);
+	for (int i = 0; i < 10; i++) {
+		QR(x[0], x[4], x[8], x[12]);
+		QR(x[1], x[5], x[9], x[13]);
+		QR(x[2], x[6], x[10], x[14]);
+		QR(x[3], x[7], x[11], x[15]);
+		QR(x[0], x[5], x[10], x[15]);
+		QR(x[1], x[6], x[11], x[12]);
+		QR(x[2], x[7], x[8], x[13]);
+		QR(x[3], x[4], x[9], x[14]);
+	}
+	for (int i = 0; i < 16; i++)
+		x[i] += s[i];
+	for (int i = 0; i < 16; i += 4)
+		transpose_store(&x[i], out + i);
+}
+
 void rng_init(struct rng *r)
 {
 	static const uint32_t sigma[4] = { 0x61707865, 0x3320646e, 0x79622d32, 0x6b206574 };
@@ -46,9 +92,18 @@ void rng_init(struct rng *r)
 
 void rng_refill(struct rng *r)
 {
-	chacha_block(r->state, (uint32_t *)r->buf);
-	if (++r->state[12] == 0)
-		r->state[13]++; /* 2^32 blocks: move to the next nonce */
+	uint32_t *out = (uint32_t *)r->buf;
+	if (r->state[12] <= UINT32_MAX - 3) {
+		chacha_block4(r->state, out);
+		if ((r->state[12] += 4) == 0)
+			r->state[13]++; /* 2^32 blocks: move to the next nonce */
+	} else {
+		for (int k = 0; k < 4; k++) {
+			chacha_block(r->state, out + 16 * k);
+			if (++r->state[12] == 0)
+				r->state[13]++;
+		}
+	}
 	r->used = 0;
 }
 

@@ -98,6 +98,13 @@ tests_threadexit_CPPFLAGS = $(tests_linked_cppflags)
 tests_threadexit_LDADD = $(tests_linked_ldadd)
 tests_threadexit_LDFLAGS = $(tests_linked_ldflags)
 TESTS += tests/threadexit
+check_PROGRAMS += tests/keepempty
+tests_keepempty_CFLAGS = $(tests_cflags)
+tests_keepempty_SOURCES = tests/keepempty.c $(tests_common)
+tests_keepempty_CPPFLAGS = $(tests_linked_cppflags)
+tests_keepempty_LDADD = $(tests_linked_ldadd)
+tests_keepempty_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/keepempty
 check_PROGRAMS += tests/segchurn
 tests_segchurn_CFLAGS = $(tests_cflags)
 tests_segchurn_SOURCES = tests/segchurn.c $(tests_common)
@@ -150,6 +157,13 @@ tests_unit_owner_SOURCES = tests/unit/owner.c alloc/owner.c alloc/sizeclass.c sr
 	src/fatal.c src/os.c src/memfd.c src/uffd.c src/stats.c $(tests_common)
 tests_unit_owner_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_unit_owner_CFLAGS = $(tests_cflags)
+# The same for the thread streams (src/random.c).
+check_PROGRAMS += tests/unit/random
+TESTS += tests/unit/random
+tests_unit_random_SOURCES = tests/unit/random.c src/random.c src/options.c \
+	src/fatal.c src/os.c src/memfd.c src/stats.c $(tests_common)
+tests_unit_random_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+tests_unit_random_CFLAGS = $(tests_cflags)
 
 # The code's shape (tools/metrics.py --check): functions <= 60 lines, no
 # reference to a higher layer, no circle across directories.
