@@ -3,13 +3,17 @@
 # linux-source-6.12, once as shipped ("base") and once with the patch series
 # in kernel/patches/ applied ("patched").
 #
-# Usage: kernel/build.sh [--variant base|patched|both|noflush|debug] [--w1]
+# Usage: kernel/build.sh [--variant base|patched|both|noflush|debug|debug-base]
+#                        [--w1]
 #                        [--jobs N]
 #
 #   noflush  the series plus kernel/testing/noflush.patch, which deletes the
 #            block flush: the kernel the lower-bound check must reject
 #   debug    the series with config.fragment plus config-debug.fragment
 #            (LOCKDEP, KASAN, DEBUG_PAGEALLOC, DEBUG_VM, MEMCG)
+#   debug-base  the kernel as shipped with the debug configuration: the
+#            reference the debug kernel's interrupt counts are judged against
+#            (the debug options make flushes of their own)
 #
 # Everything is kept outside the clone, in $XPFO_KERNEL_CACHE
 # (default /var/cache/xpfo-kernel), under a directory per kernel version:
@@ -49,7 +53,7 @@ while [ $# -gt 0 ]; do
 	*) die "unknown argument: $1 (see --help)" ;;
 	esac
 done
-case $variant in base|patched|both|noflush|debug) ;; *) die "bad --variant: $variant" ;; esac
+case $variant in base|patched|both|noflush|debug|debug-base) ;; *) die "bad --variant: $variant" ;; esac
 case $jobs in ''|*[!0-9]*) die "bad --jobs: $jobs" ;; esac
 
 [ -r "$tarball" ] || die "$tarball not found: apt-get install linux-source-$KERNEL_VERSION"
@@ -82,14 +86,14 @@ main_series=$(ls "$here"/patches/*.patch 2>/dev/null | grep -v '/0000-' || true)
 # series_of VARIANT, fragments_of VARIANT: what each tree is made of.
 series_of() {
 	case $1 in
-	base) ;;
+	base|debug-base) ;;
 	noflush) echo "$main_series $here/testing/noflush.patch" ;;
 	*) echo "$main_series" ;;
 	esac
 }
 fragments_of() {
 	case $1 in
-	debug) echo "$here/config.fragment $here/config-debug.fragment" ;;
+	debug|debug-base) echo "$here/config.fragment $here/config-debug.fragment" ;;
 	*) echo "$here/config.fragment" ;;
 	esac
 }
@@ -104,13 +108,15 @@ extract_tree() {
 	mv "$1.tmp" "$1"
 }
 
-# seed_tree DIR: a copy of the built base tree (a real copy: the build
-# rewrites objects in place).  Patching it then rebuilds only what the series
-# touches, which is much faster than a ccache-assisted full build.
+# seed_tree DIR [FROM]: a copy of the built tree FROM (default base; a real
+# copy: the build rewrites objects in place).  Patching it then rebuilds only
+# what the series touches, which is much faster than a ccache-assisted full
+# build (debug-base is seeded from debug: same configuration, series reversed).
 seed_tree() {
-	log "copying the built base tree into $1"
+	from=${2:-base}
+	log "copying the built $from tree into $1"
 	rm -rf "$1" "$1.tmp"
-	cp -a "$kdir/src/base" "$1.tmp"
+	cp -a "$kdir/src/$from" "$1.tmp"
 	mv "$1.tmp" "$1"
 }
 
@@ -186,9 +192,11 @@ build_tree() {
 	tree="$kdir/src/$name"
 	if [ ! -f "$tree/.xpfo-tarball" ] ||
 	   [ "$(cat "$tree/.xpfo-tarball")" != "$tar_id" ]; then
-		if [ "$name" != base ] && [ -f "$kdir/src/base/vmlinux" ] &&
-		   [ "$(cat "$kdir/src/base/.xpfo-tarball" 2>/dev/null)" = "$tar_id" ]; then
-			seed_tree "$tree"
+		from=base
+		[ "$name" = debug-base ] && from=debug
+		if [ "$name" != base ] && [ -f "$kdir/src/$from/vmlinux" ] &&
+		   [ "$(cat "$kdir/src/$from/.xpfo-tarball" 2>/dev/null)" = "$tar_id" ]; then
+			seed_tree "$tree" "$from"
 		else
 			extract_tree "$tree"
 		fi
