@@ -140,9 +140,25 @@ static int gate_add(struct xpfo_compartment *c)
 	if (e)
 		return e;
 	sandbox_gate.g.e[sandbox_gate.g.n] = (struct sandbox_gate_entry){
-		(uintptr_t)&tl_sandbox_locked, os_gettid(), allowed };
+		(uintptr_t)&tl_sandbox_locked, os_gettid(), allowed, c->id };
 	__atomic_store_n(&sandbox_gate.g.n, sandbox_gate.g.n + 1, __ATOMIC_RELEASE);
 	return os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+}
+
+/* A live thread of this process is locked into c (build_lock).  Each lock
+ * has an executor of its own, whose record would still call c's a run that
+ * another thread locked into c gave away: one locked thread per
+ * compartment.  The gate's table is the record (read-only to locked
+ * threads); an entry whose thread is gone (ESRCH; a fork child's inherited
+ * entries too) does not count: its executor gets no more requests.  A
+ * reused tid counts (refused: fail closed).  On mprotect the lock needs a
+ * single thread, which is then the only one that can ever be locked. */
+static bool gate_busy(const struct xpfo_compartment *c)
+{
+	for (unsigned i = 0; i < sandbox_gate.g.n && i < GATE_MAX; i++)
+		if (sandbox_gate.g.e[i].comp == c->id && os_thread_alive(sandbox_gate.g.e[i].tid))
+			return true;
+	return false;
 }
 
 /* ---- reports (the SIGSYS handler and the executor) ---------------------- */
@@ -479,6 +495,15 @@ static int lock_reserve(struct xpfo_compartment *c)
 	return e;
 }
 
+static int lock_busy(struct xpfo_compartment *c)
+{
+	if (!gate_busy(c))
+		return 0;
+	xpfo_warn("sandbox: lock refused: compartment \"%s\" already has a live locked thread (one "
+		  "executor per compartment)", c->pub_name);
+	return EBUSY;
+}
+
 int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 {
 	int e = lock_precheck(t, c, flags);
@@ -487,7 +512,9 @@ int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 	if (!e) {
 		pthread_mutex_lock(&build_lock);
 		bool first = !c->reserved; /* set only here, under build_lock */
-		e = lock_reserve(c);
+		e = lock_busy(c);
+		if (!e)
+			e = lock_reserve(c);
 		if (!e && !lock_keyed()) /* root's pages out of reach: closed for the process */
 			c->flags |= XPFO_COMPARTMENT_STRICT;
 		size_t n = e ? 0 : filter_build(prog, sizeof prog / sizeof prog[0]);

@@ -22,6 +22,7 @@ struct sandbox_gate_entry {
 	uintptr_t tls;             /* &tl_sandbox_locked of the locked thread */
 	long tid;
 	uint64_t allowed;          /* bit k: key k may be open */
+	uint16_t comp;             /* the compartment it is locked into */
 };
 union sandbox_gate {
 	struct {

@@ -94,8 +94,9 @@ XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
  * XRSTOR or WRFSBASE in an executable mapping, reported; already locked),
  * ENOSPC (pkeys, other threads alive, and no key for root's pages:
  * root_key=0 or none free at start; reported), EAGAIN (pkeys: no key free
- * for c; reported), ENOSYS (no seccomp).  On pkeys other threads keep
- * root. */
+ * for c; reported), EBUSY (pkeys: another live thread is locked into c:
+ * one per compartment; reported), ENOSYS (no seccomp).  On pkeys other
+ * threads keep root, but not in signal handlers (docs/security.md). */
 XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
 #define XPFO_LOCK_KILL 0x1u /* a denied syscall kills the process (after the report) instead of failing with EPERM */
 

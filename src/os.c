@@ -483,6 +483,14 @@ long os_gettid(void)
 	return syscall(SYS_gettid);
 }
 
+bool os_thread_alive(long tid)
+{
+	int saved = errno;
+	bool alive = syscall(SYS_tgkill, (long)getpid(), tid, 0) == 0 || errno != ESRCH;
+	errno = saved;
+	return alive;
+}
+
 void os_raise_self(int sig)
 {
 	int saved = errno;

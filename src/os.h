@@ -71,6 +71,9 @@ void os_write(int fd, const char *buf, size_t n);
 /* Read a small file into buf (NUL-terminated); returns bytes or -errno. */
 long os_read_file(const char *path, char *buf, size_t n);
 long os_gettid(void);
+/* Thread tid of this process may be alive (tgkill with signal 0: false only
+ * on ESRCH). */
+bool os_thread_alive(long tid);
 /* A close-on-exec duplicate of fd numbered 100 or more (programs close 2 at
  * exit, before xpfo's statistics are written), or -1. */
 int os_dup_high(int fd);

@@ -103,8 +103,60 @@ static void root_late(char b)
 	xpfo_leave(prev);
 }
 
+/* A second thread locked into "parser" (the helper starts it): on a lock
+ * that succeeds, it gives a run of its own to root in place (its executor
+ * records the pages as gone); root then writes the secret there. */
+static void *second_locked(void *arg)
+{
+	if (xpfo_lock_thread(parser, 0)) {
+		fprintf(stderr, "second lock: %s\n", strerror(errno));
+		return arg;
+	}
+	char *run = malloc(RUN_SIZE);
+	if (run && xpfo_transfer(run, xpfo_root()) == 0)
+		late_secret = run;
+	return arg;
+}
+
+static void second_lock(void)
+{
+	pthread_t th;
+	if (pthread_create(&th, NULL, second_locked, NULL) || pthread_join(th, NULL))
+		abort();
+	if (late_secret)
+		root_late(3);
+}
+
+/* A signal handler in a thread of root's reads root's block after the
+ * lock (the thread itself read it first). */
+static volatile sig_atomic_t handler_read;
+
+static void on_usr1(int sig)
+{
+	handler_read = memcmp(secret_run, SECRET, sizeof SECRET) == 0 ? 1 : 2;
+}
+
+static void *signalled(void *arg)
+{
+	if (memcmp(secret_run, SECRET, sizeof SECRET))
+		return (void *)1;
+	raise(SIGUSR1);
+	fprintf(stderr, "signal handler in another thread: %s\n",
+		handler_read == 1 ? "read root's block" : "FAILED");
+	return arg;
+}
+
+static void signal_round(void)
+{
+	pthread_t th;
+	signal(SIGUSR1, on_usr1);
+	if (pthread_create(&th, NULL, signalled, NULL) || pthread_join(th, NULL))
+		abort();
+}
+
 /* Inside compartment "worker" since before the lock; answers each byte on
- * to_helper (1: a round of root's work, with one line; 2, 3: root_late)
+ * to_helper (1: a round of root's work, with one line; 2, 3, 4: root_late; 5: a
+ * second thread locked into "parser"; 6: a signal handler in a new thread)
  * with a byte on from_helper. */
 static void *helper(void *arg)
 {
@@ -115,6 +167,14 @@ static void *helper(void *arg)
 	char b = 0;
 	write(from_helper[1], &b, 1);
 	while (read(to_helper[0], &b, 1) == 1) {
+		if (b >= 5) {
+			if (b == 5)
+				second_lock();
+			else
+				signal_round();
+			write(from_helper[1], &b, 1);
+			continue;
+		}
 		if (b > 1) {
 			root_late(b);
 			write(from_helper[1], &b, 1);
@@ -400,6 +460,36 @@ static int a_transfer_away(void *arg)
 	return late_errno != EPERM;
 }
 
+#ifdef __x86_64__
+/* A second thread locked into the same compartment would have an executor
+ * of its own: the run it gives to root would stay the compartment's in the
+ * first one's record, which would let the first thread put it on its key.
+ * The second lock is refused (EBUSY). */
+static int a_second_lock(void *arg)
+{
+	setup(0);
+	helper_ask(5);
+	if (!late_secret)
+		return 0;
+	int k = own_key();
+	if (k < 0)
+		return 94;
+	if (syscall(SYS_pkey_mprotect, page_of(late_secret), 4096, PROT_READ | PROT_WRITE, k) == 0)
+		leak(late_secret, sizeof SECRET);
+	return 1;
+}
+#endif
+
+/* pkeys: after the lock root's pages are on root_key, and Linux starts
+ * every signal handler with the default rights (key 0 only): a handler in
+ * another thread that reads root's heap faults (docs/security.md). */
+static int a_signal_handler(void *arg)
+{
+	setup(0);
+	helper_ask(6);
+	return 0;
+}
+
 /* The reservation used up (lock_segments=2, a re-run of this program):
  * the allocation fails with ENOMEM and one warning; a freed segment goes
  * back to it. */
@@ -558,6 +648,13 @@ static const struct acase thread_cases[] = {
 	  { "other thread: ok", DENIED("pkey_mprotect"), "other thread: ok" }, 1, 0 },
 	{ "mmap MAP_FIXED over root's block allocated after the lock", a_late_root_mmap, 0, 0,
 	  { "other thread: ok", DENIED("mmap"), "other thread: ok" }, 1, 0 },
+	{ "a signal handler in another thread reads root's block", a_signal_handler, SIGSEGV, 0,
+	  { "other thread: ok",
+	    "xpfo: violation: read of 0x* owned by compartment \"root\" from thread * in compartment \"root\"" }, 1, 0 },
+	{ "a second thread locked into the same compartment", a_second_lock, 0, 0,
+	  { "other thread: ok",
+	    "xpfo: warning: sandbox: lock refused: compartment \"parser\" already has a live locked thread (one executor per compartment)",
+	    "second lock: Device or resource busy", "other thread: ok" }, 1, 0 },
 #endif
 };
 
