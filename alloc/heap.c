@@ -17,34 +17,13 @@
  * segments.  Every check that a pointer is a live block is done here, once,
  * and misuse is fatal with the address and the compartment.
  */
-#include "alloc.h"
-#include "owner.h"
+#include "heap.h"
 #include "backing.h"
-#include "pkeys.h"
 
 #include <errno.h>
-#include <string.h>
-
-#define LARGE_CLASS NCLASSES /* stats index of page runs */
-
-static inline const char *comp_name(uint16_t id)
-{
-	struct xpfo_compartment *c = id < MAX_COMPARTMENTS ? comp_table[id] : NULL;
-	return c ? c->name : "?";
-}
-
-static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
 /* The thread's state (made by api/init.c's tstate_slow on first use). */
 __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
-
-/* revoke_add said the gather is full: the caller flushes (mmu_gather). */
-static inline void flush_if_full(struct tstate *t, bool full)
-{
-	if (full)
-		revoke_flush(t, revoke_full_reason());
-}
-static inline void st(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
 /* ---- slab lists --------------------------------------------------------- */
 static void list_push(struct slab_list_head *l, struct slab *s, enum slab_list which)
@@ -74,242 +53,6 @@ static struct slab_list_head *list_of(struct theap *h, struct slab *s)
 	return s->list == SL_PARTIAL ? &h->partial[s->cls] : &h->full[s->cls];
 }
 
-/* ---- slots -------------------------------------------------------------- */
-
-/* The byte freed small slots are filled with (zero_on_free, junk). */
-static inline int free_fill(void) { return opt.junk ? 0xdf : 0; }
-
-/* Hardening reads and writes slots (canaries, fills).  A slot of a
- * compartment the calling thread is not inside may be out of its reach right
- * now: with a key, the thread's rights are widened for the moment (no
- * syscall, nobody else gains anything); a closed compartment on the mprotect
- * backend is read and written through /proc/self/mem, which needs no
- * protection change, so no other thread ever sees the page open.  Without
- * /proc/self/mem the slot's pages are moved to an address nobody knows,
- * opened there, and moved back closed (os_move_out): they are never
- * reachable at their own address.  If even that fails, the checks on the
- * slot are skipped (counted in touches_skipped) and a write it needs is
- * fatal.  The compartment's lock keeps enter, leave, grants, walks and key
- * moves out meanwhile, and no thread is inside a closed compartment. */
-struct touch {
-	struct xpfo_compartment *c;
-	bool indirect;        /* through /proc/self/mem */
-	bool moved;           /* fallback: the pages were moved away and opened */
-	bool skipped;         /* neither worked: checks skipped, writes fatal */
-	bool rights;          /* pkeys: the thread's rights were widened */
-	int err;              /* skipped: why */
-	uintptr_t a;
-	size_t len;
-	ptrdiff_t delta;      /* moved: where the slot is now, less where it was */
-	uint64_t saved;
-};
-
-/* The usual case: root's slot, or a slot of the compartment the thread is
- * in: touched directly. */
-static inline bool touch_direct(const struct tstate *t, uint16_t owner)
-{
-	return owner == comp_root.id || (t->heap->comp->id == owner && !t->borrowed && t->depth);
-}
-
-/* No /proc/self/mem: move the slot's pages away and open them there. */
-static void touch_move(struct touch *x, void *p, size_t n)
-{
-	x->a = (uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1);
-	x->len = align_up((uintptr_t)p + n, PAGE_SIZE) - x->a;
-	void *t;
-	int e = os_move_out((void *)x->a, x->len, OS_RW, &t);
-	if (e) {
-		x->skipped = true;
-		x->err = e;
-		stat_inc(touches_skipped);
-		return;
-	}
-	x->moved = true;
-	x->delta = (char *)t - (char *)x->a;
-	stat_inc(grant_syscalls);
-}
-
-static void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n)
-{
-	x->c = NULL;
-	x->indirect = x->moved = x->skipped = x->rights = false;
-	x->delta = 0;
-	if (touch_direct(t, owner))
-		return;
-	struct xpfo_compartment *c = comp_table[owner];
-	if (!c || opt.revoke == REVOKE_OFF) /* root and the thread's own: touch_direct */
-		return;
-	pthread_mutex_lock(&c->lock);
-	x->c = c;
-	int key = pkeys_comp_key(c);
-	if (key > 0) {
-		x->saved = arch_pkey_reg_read();
-		pkeys_write(arch_pkey_reg_set((arch_pkey_reg_t)x->saved, key, ARCH_PKEY_RW));
-		x->rights = true;
-		return;
-	}
-	if (c->open)
-		return;
-	char probe;
-	if (os_mem_read(p, &probe, 1) == 0) {
-		x->indirect = true;
-		return;
-	}
-	touch_move(x, p, n);
-}
-
-static inline void touch_end(struct touch *x)
-{
-	if (likely(!x->c))
-		return;
-	if (x->rights)
-		pkeys_write(x->saved);
-	if (x->moved) {
-		int e = os_move_back((void *)(x->a + x->delta), (void *)x->a, x->len);
-		if (e)
-			xpfo_fatal("cannot move a slot of compartment \"%s\" back to %p (errno %d)",
-				   x->c->name, (void *)x->a, (long)e);
-		stat_inc(revoke_syscalls);
-	}
-	pthread_mutex_unlock(&x->c->lock);
-}
-
-static __attribute__((noinline, cold)) void touch_fatal(struct touch *x, const char *what)
-{
-	xpfo_fatal("cannot %s a slot of compartment \"%s\": no /proc/self/mem and its pages "
-		   "cannot be moved (errno %d)", what, x->c->name, (long)x->err);
-}
-
-static void t_read(struct touch *x, const void *p, void *buf, size_t n)
-{
-	if (!x->indirect)
-		memcpy(buf, (const char *)p + x->delta, n);
-	else if (os_mem_read(p, buf, n))
-		xpfo_fatal("cannot read a slot of compartment \"%s\"", x->c->name);
-}
-
-static void t_write(struct touch *x, void *p, const void *buf, size_t n)
-{
-	if (unlikely(x->skipped))
-		touch_fatal(x, "write");
-	if (!x->indirect)
-		memcpy((char *)p + x->delta, buf, n);
-	else if (os_mem_write(p, buf, n))
-		xpfo_fatal("cannot write a slot of compartment \"%s\"", x->c->name);
-}
-
-static void t_fill(struct touch *x, void *p, int byte, size_t n)
-{
-	if (unlikely(x->skipped))
-		touch_fatal(x, "write");
-	if (!x->indirect) {
-		memset((char *)p + x->delta, byte, n);
-		return;
-	}
-	unsigned char buf[1024];
-	memset(buf, byte, sizeof buf);
-	for (size_t at = 0; at < n; at += sizeof buf)
-		t_write(x, (char *)p + at, buf, n - at < sizeof buf ? n - at : sizeof buf);
-}
-
-/* Offset of the first byte of p[0..n) that is not `byte`, or n: 32 bytes
- * a step (the write-after-free check runs at every reuse of a slot). */
-static size_t first_not(const unsigned char *p, int byte, size_t n)
-{
-	uint64_t pat = 0x0101010101010101ull * (unsigned char)byte;
-	size_t i = 0;
-	for (; i + 32 <= n; i += 32) {
-		uint64_t w[4];
-		memcpy(w, p + i, sizeof w);
-		if ((w[0] ^ pat) | (w[1] ^ pat) | (w[2] ^ pat) | (w[3] ^ pat))
-			break;
-	}
-	for (; i < n; i++)
-		if (p[i] != (unsigned char)byte)
-			return i;
-	return n;
-}
-
-/* Offset of the first byte of p[0..n) that is not `byte`, or n (also when
- * the slot cannot be read: the check is skipped). */
-static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
-{
-	if (x->skipped)
-		return n;
-	if (!x->indirect)
-		return first_not((const unsigned char *)p + x->delta, byte, n);
-	unsigned char buf[1024];
-	for (size_t at = 0; at < n; at += sizeof buf) {
-		size_t k = n - at < sizeof buf ? n - at : sizeof buf;
-		const unsigned char *b = (const unsigned char *)p + at + x->delta;
-		if (x->indirect) {
-			t_read(x, (const unsigned char *)p + at, buf, k);
-			b = buf;
-		}
-		for (size_t i = 0; i < k; i++)
-			if (b[i] != (unsigned char)byte)
-				return at + i;
-	}
-	return n;
-}
-
-void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
-{
-	struct touch x;
-	touch_begin(&x, t, owner, p, n);
-	t_fill(&x, p, 0, n);
-	touch_end(&x);
-}
-
-static inline void *slot_addr(const struct slab *s, unsigned i)
-{
-	return (void *)(s->base + (size_t)i * classes[s->cls].size);
-}
-
-/* A random free slot: a random word with a free slot, then a random free
- * bit in it, from one random byte (its low 6 bits the bit, its top 2 the
- * first word: every class has 1, 2 or 4 words, sizeclass_init).  A full
- * slab draws nothing. */
-static inline void *slab_take_random(struct tstate *t, struct slab *s)
-{
-	if (s->nused >= s->nslots)
-		return NULL;
-	unsigned nw = ((unsigned)s->nslots + 63) >> 6;
-	unsigned x = rng_byte(&t->rng), r = x & 63;
-	unsigned w = ((x >> 6) * nw) >> 2;
-	for (unsigned k = 0; k < nw; k++, w = (w + 1) & (nw - 1)) {
-		uint64_t f = ~s->used[w];
-		if (!f)
-			continue;
-		uint64_t rot = (f >> r) | (f << ((64 - r) & 63));
-		unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
-		st(&s->used[w], s->used[w] | (1ull << b));
-		s->nused++;
-		return slot_addr(s, w * 64 + b);
-	}
-	return NULL;
-}
-
-/* Inlined into small_alloc whatever GCC's estimate: a call costs the
- * fast path a frame (about 15 instructions per malloc). */
-static inline __attribute__((always_inline)) void *slab_take(struct tstate *t, struct slab *s)
-{
-	if (opt.random_slots)
-		return slab_take_random(t, s);
-	for (uint32_t w = s->cursor; w < SLAB_WORDS; w++) {
-		uint64_t u = s->used[w];
-		if (~u) {
-			unsigned b = (unsigned)__builtin_ctzll(~u);
-			st(&s->used[w], u | (1ull << b));
-			s->nused++;
-			s->cursor = w;
-			return slot_addr(s, w * 64 + b);
-		}
-	}
-	s->cursor = SLAB_WORDS;
-	return NULL;
-}
-
 /* Fold remotely freed slots back into the heap's view. */
 static bool slab_collect(struct slab *s)
 {
@@ -321,7 +64,7 @@ static bool slab_collect(struct slab *s)
 		uint64_t r = __atomic_exchange_n(&s->remote[w], 0, __ATOMIC_ACQUIRE);
 		if (!r)
 			continue;
-		st(&s->used[w], s->used[w] & ~r);
+		bits_store(&s->used[w], s->used[w] & ~r);
 		s->nused -= (uint32_t)__builtin_popcountll(r);
 		if (w < s->cursor)
 			s->cursor = w;
@@ -382,8 +125,6 @@ static inline void slab_unkeep(struct theap *h, struct slab *s)
 		h->kept_pages -= classes[s->cls].npages;
 	}
 }
-
-/* ---- page runs ---------------------------------------------------------- */
 
 /* Guard pages split VMAs: each live guarded run or slab costs up to two.
  * So that the VMA count does not grow with the number of live blocks, new
@@ -568,62 +309,6 @@ static __attribute__((noinline)) void *small_refill(struct tstate *t, struct the
 	}
 }
 
-static __attribute__((noinline, cold)) void waf_fatal(void *p, size_t off, unsigned cls)
-{
-	struct tstate *t = tl_state;
-	xpfo_fatal("write after free of %p (byte %z of the block, size class %u) (compartment \"%s\")",
-		   p, off, (unsigned long)classes[cls].size, t ? t->heap->comp->name : "root");
-}
-
-/* The write-after-free check of a freed slot's user bytes: all of them, or
- * with waf_bytes=N (the default profile) the first N and the last 8, where
- * stale writes through a freed object's header, list links, reference
- * count or trailing field land; a write only in between is not seen. */
-static void waf_scan(struct touch *x, void *p, unsigned cls, size_t user)
-{
-	size_t head = opt.waf_bytes && opt.waf_bytes + 8 < user ? opt.waf_bytes : user;
-	size_t off = t_first_not(x, p, free_fill(), head);
-	if (off == head && head < user)
-		off = user - 8 + t_first_not(x, (char *)p + user - 8, free_fill(), 8);
-	if (off < user)
-		waf_fatal(p, off, cls);
-}
-
-/* waf_scan for a slot the thread reaches directly, a word at a time (user
- * is a multiple of 8): true when it still holds its fill. */
-static inline bool waf_clean_direct(const unsigned char *p, size_t user)
-{
-	uint64_t pat = 0x0101010101010101ull * (unsigned char)free_fill(), acc = 0, w;
-	size_t head = opt.waf_bytes && opt.waf_bytes < user - 8 ? opt.waf_bytes : user - 8;
-	for (size_t i = 0; i < head; i += 8) {
-		memcpy(&w, p + i, sizeof w);
-		acc |= w ^ pat;
-	}
-	memcpy(&w, p + user - 8, sizeof w);
-	return !(acc | (w ^ pat));
-}
-
-/* Hardening work on a slot being handed out (t->hard says some is on). */
-static __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, void *p)
-{
-	size_t size = classes[s->cls].size, user = size - canary_bytes;
-	if (opt.waf_check && !opt.junk && touch_direct(t, s->owner) &&
-	    waf_clean_direct((const unsigned char *)p, user)) {
-		if (canary_bytes)
-			memcpy((char *)p + user, &s->canary, canary_bytes);
-		return; /* the usual case, without struct touch */
-	}
-	struct touch x;
-	touch_begin(&x, t, s->owner, p, size);
-	if (opt.waf_check)
-		waf_scan(&x, p, s->cls, user);
-	if (opt.junk)
-		t_fill(&x, p, 0xdb, user);
-	if (canary_bytes)
-		t_write(&x, (char *)p + user, &s->canary, sizeof s->canary);
-	touch_end(&x);
-}
-
 static __attribute__((noinline)) void *small_alloc_full(struct tstate *t, unsigned cls)
 {
 	/* small_fast_ok wants a random byte left, random_slots or not (so
@@ -773,8 +458,8 @@ void *heap_aligned(struct tstate *t, size_t align, size_t size)
 
 /* ---- block lookup: owner_lookup (owner.c) ----------------------------- */
 
-static _Noreturn __attribute__((cold)) void
-misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk *b)
+_Noreturn __attribute__((cold)) void
+heap_misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk *b)
 {
 	/* the compartment that made the call */
 	const char *cn = tl_state && tl_state->heap ? tl_state->heap->comp->name
@@ -800,39 +485,16 @@ misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk *b)
 	}
 }
 
-static __attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls)
-{
-	struct tstate *t = tl_state;
-	xpfo_fatal("canary of %p (size class %u) corrupted: buffer overflow (compartment \"%s\")", p,
-		   (unsigned long)classes[cls].size, t ? t->heap->comp->name : "root");
-}
-
-static inline void canary_check_x(struct touch *x, const struct slab *s, void *p)
-{
-	if (x->skipped)
-		return;
-	uint64_t c;
-	t_read(x, (char *)p + classes[s->cls].size - canary_bytes, &c, sizeof c);
-	if (unlikely(c != s->canary))
-		canary_fatal(p, s->cls);
-}
-
-static inline void canary_check(const struct slab *s, void *p)
-{
-	struct touch x = { .indirect = false };
-	canary_check_x(&x, s, p);
-}
-
 /* Give slot i back: to the heap that allocates from its slab, or to the
  * slab's remote bits. */
-static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
+void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 {
 	uint64_t bit = 1ull << (i % 64);
 	__atomic_add_fetch(&s->rpending, 1, __ATOMIC_SEQ_CST);
 	uint64_t old = __atomic_fetch_or(&s->remote[i / 64], bit, __ATOMIC_SEQ_CST);
 	if (old & bit) {
 		struct blk b = { .owner = s->owner };
-		misuse("free", (uintptr_t)slot_addr(s, i), BLK_FREED, &b);
+		heap_misuse("free", (uintptr_t)slot_addr(s, i), BLK_FREED, &b);
 	}
 	t->st.frees[s->cls]++;
 	struct theap *h = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
@@ -863,7 +525,7 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 	    __atomic_load_n(&s->rpending, __ATOMIC_SEQ_CST) == 0) {
 		empty = true;
 		for (unsigned w = 0; w < SLAB_WORDS && empty; w++) {
-			uint64_t live = ld(&s->used[w]) & ~ld(&s->remote[w]);
+			uint64_t live = bits_load(&s->used[w]) & ~bits_load(&s->remote[w]);
 			if (w == (unsigned)(s->nslots - 1) / 64 && s->nslots % 64)
 				live &= (1ull << (s->nslots % 64)) - 1;
 			else if (w > (unsigned)(s->nslots - 1) / 64)
@@ -889,8 +551,8 @@ static void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 /* Slot i of s, owned by the calling thread's current heap: clear its bit. */
 /* A slot was freed in a slab that is not its heap's current one: the
  * slab moves from full to partial, and retires once empty. */
-static __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct theap *h,
-							  struct slab *s)
+__attribute__((noinline)) void slot_release_listed(struct tstate *t, struct theap *h,
+						   struct slab *s)
 {
 	if (s->list == SL_FULL) {
 		list_del(&h->full[s->cls], s);
@@ -904,123 +566,12 @@ static __attribute__((noinline)) void slot_release_listed(struct tstate *t, stru
 	}
 }
 
-static inline void slot_release_local(struct tstate *t, struct theap *h, struct slab *s, uint32_t i)
-{
-	uint32_t w = i / 64;
-	st(&s->used[w], s->used[w] & ~(1ull << (i % 64)));
-	s->nused--;
-	if (w < s->cursor)
-		s->cursor = w;
-	t->st.frees[s->cls]++;
-	if (unlikely(s->list != SL_CUR))
-		slot_release_listed(t, h, s);
-}
-
-static inline void slot_release(struct tstate *t, struct slab *s, uint32_t i)
-{
-	/* abandon_slab and adopt store s->heap atomically (heap_lock) */
-	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) == t->heap)
-		slot_release_local(t, t->heap, s, i);
-	else
-		slot_release_remote(t, s, i);
-}
-
-/* A quarantined slot is still waiting in its slab when its page is a slab's,
- * p a slot start and its quarantine bit set.  A compartment destroyed since
- * took the slab and its pages away (the pages may be another slab's by
- * now): such an entry is dropped, never read, never released into what
- * took the pages (found by the threads fuzz target, tests/isolation/
- * quardestroy). */
-static bool quarantine_valid(uintptr_t p, struct blk *b)
-{
-	memset(b, 0, sizeof *b);
-	if (owner_lookup(p, b) != BLK_FREED || b->kind != BK_SMALL || !b->s)
-		return false;
-	uint64_t bit = 1ull << (b->slot % 64);
-	return (ld(&b->s->quar[b->slot / 64]) & bit) && (ld(&b->s->used[b->slot / 64]) & bit);
-}
-
-/* Out of the quarantine: check it was not written, then really free it. */
-static void quarantine_evict(struct tstate *t, void *p)
-{
-	struct blk b;
-	if (!quarantine_valid((uintptr_t)p, &b))
-		return;
-	struct slab *s = b.s;
-	const struct size_class *k = &classes[s->cls];
-	uint32_t i = b.slot;
-	if (opt.waf_check) {
-		struct touch x;
-		touch_begin(&x, t, s->owner, p, k->size);
-		size_t off = t_first_not(&x, p, free_fill(), k->size - canary_bytes);
-		touch_end(&x);
-		if (off < k->size - canary_bytes)
-			waf_fatal(p, off, s->cls);
-	}
-	uint64_t bit = 1ull << (i % 64);
-	if (__atomic_fetch_and(&s->quar[i / 64], ~bit, __ATOMIC_RELAXED) & bit)
-		slot_release(t, s, i);
-}
-
-/* A freed slot waits: a random one of those waiting takes its turn out. */
-static void quarantine_push(struct tstate *t, struct slab *s, uint32_t i, void *p)
-{
-	uint64_t bit = 1ull << (i % 64);
-	if (__atomic_fetch_or(&s->quar[i / 64], bit, __ATOMIC_ACQ_REL) & bit) {
-		struct blk b = { .owner = s->owner };
-		misuse("free", (uintptr_t)p, BLK_FREED, &b);
-	}
-	struct quarantine *q = &t->q;
-	if (!q->slot) {
-		q->slot = meta_alloc(opt.quarantine * sizeof *q->slot);
-		if (!q->slot) {
-			quarantine_evict(t, p);
-			return;
-		}
-	}
-	if (q->n < opt.quarantine) {
-		q->slot[q->n++] = p;
-		return;
-	}
-	unsigned r = (unsigned)(rng_u64(&t->rng) % q->n);
-	void *out = q->slot[r];
-	q->slot[r] = p;
-	quarantine_evict(t, out);
-}
-
-void heap_quarantine_drain(struct tstate *t)
-{
-	struct quarantine *q = &t->q;
-	while (q->n)
-		quarantine_evict(t, q->slot[--q->n]);
-	revoke_quarantine_drain(t);
-}
-
-/* The hardening part of freeing a small slot; true when the slot went to
- * the quarantine instead of being released. */
-static __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab *s, uint32_t i,
-						   void *p)
-{
-	struct touch x;
-	touch_begin(&x, t, s->owner, p, classes[s->cls].size);
-	if (canary_bytes)
-		canary_check_x(&x, s, p);
-	if (opt.zero_on_free || opt.junk)
-		t_fill(&x, p, free_fill(), classes[s->cls].size - canary_bytes);
-	touch_end(&x);
-	if (opt.quarantine) {
-		quarantine_push(t, s, i, p);
-		return true;
-	}
-	return false;
-}
-
 static void free_slow(struct tstate *t, uintptr_t a, const char *what)
 {
 	struct blk b;
 	enum blk_status stt = owner_lookup(a, &b);
 	if (stt != BLK_OK)
-		misuse(what, a, stt, &b);
+		heap_misuse(what, a, stt, &b);
 	if (b.kind == BK_SMALL) {
 		if (slot_on_free(t, b.s, b.slot, (void *)a))
 			return;
@@ -1050,10 +601,10 @@ void heap_free(struct tstate *t, void *p)
 			if (likely(i * k->size == off && i < s->nslots)) {
 				uint32_t w = i / 64;
 				uint64_t bit = 1ull << (i % 64);
-				if (unlikely(!(ld(&s->used[w]) & bit) ||
-					     ((ld(&s->remote[w]) | ld(&s->quar[w])) & bit))) {
+				if (unlikely(!(bits_load(&s->used[w]) & bit) ||
+					     ((bits_load(&s->remote[w]) | bits_load(&s->quar[w])) & bit))) {
 					struct blk b = { .owner = s->owner };
-					misuse("free", a, BLK_FREED, &b);
+					heap_misuse("free", a, BLK_FREED, &b);
 				}
 				if (t->hard) {
 					if (likely(!opt.quarantine && touch_direct(t, s->owner))) {
@@ -1079,7 +630,7 @@ void heap_check_sized(const void *p, size_t size, size_t align)
 	uintptr_t a = (uintptr_t)p;
 	enum blk_status stt = owner_lookup(a, &b);
 	if (stt != BLK_OK)
-		misuse("free", a, stt, &b);
+		heap_misuse("free", a, stt, &b);
 	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
 	size_t got;
 	if (b.kind == BK_SMALL) {
@@ -1102,7 +653,7 @@ size_t heap_usable(const void *p)
 	struct blk b;
 	enum blk_status stt = owner_lookup((uintptr_t)p, &b);
 	if (stt != BLK_OK)
-		misuse("malloc_usable_size", (uintptr_t)p, stt, &b);
+		heap_misuse("malloc_usable_size", (uintptr_t)p, stt, &b);
 	return b.usable;
 }
 
@@ -1167,7 +718,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	struct blk b;
 	enum blk_status stt = owner_lookup(a, &b);
 	if (stt != BLK_OK)
-		misuse("realloc", a, stt, &b);
+		heap_misuse("realloc", a, stt, &b);
 	struct touch x;
 	if (b.kind == BK_SMALL && canary_bytes) {
 		touch_begin(&x, t, b.owner, p, b.span);
@@ -1192,11 +743,6 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 }
 
 /* ---- heaps -------------------------------------------------------------- */
-unsigned heap_hard_flags(void)
-{
-	return canary_bytes || opt.waf_check || opt.junk || opt.zero_on_free || opt.quarantine;
-}
-
 void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c)
 {
 	memset(h, 0, sizeof *h);
