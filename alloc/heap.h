@@ -83,6 +83,14 @@ void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i);
 __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct theap *h,
 						   struct slab *s);
 
+/* ---- alloc/run.c --------------------------------------------------------- */
+bool guard_allowed(void);
+uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
+		  size_t align_pages, bool guard, unsigned tag, bool *clean);
+/* A page run (<= LARGE_MAX) or whole segments for size bytes (NULL, errno). */
+void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero);
+bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size);
+
 /* ---- alloc/harden.c ------------------------------------------------------ */
 void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n);
 void touch_end(struct touch *x);
