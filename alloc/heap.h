@@ -78,6 +78,11 @@ static inline bool touch_direct(const struct tstate *t, uint16_t owner)
 /* ---- alloc/heap.c -------------------------------------------------------- */
 _Noreturn __attribute__((cold)) void heap_misuse(const char *what, uintptr_t a,
 						 enum blk_status st_, const struct blk *b);
+
+/* ---- alloc/slab.c -------------------------------------------------------- */
+/* A slot of class cls when the current slab has none: its remote frees,
+ * the partial list, an abandoned slab, a new slab (NULL, errno ENOMEM). */
+__attribute__((noinline)) void *small_refill(struct tstate *t, struct theap *h, unsigned cls);
 /* Give slot i back to the slab's remote bits (another heap's slab). */
 void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i);
 __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct theap *h,
