@@ -71,6 +71,47 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 	return a;
 }
 
+/* New segments for a huge block (none of this thread's to take back),
+ * granted to c; 0 when there are none or the grant failed. */
+static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t np, size_t align,
+			    bool guard, bool *clean)
+{
+	size_t span = np + guard;
+	uintptr_t a = huge_alloc(c, span, align, clean);
+	if (!a && t->g.live) {
+		revoke_flush(t, FR_REUSE);
+		a = huge_alloc(c, span, align, clean);
+	}
+	if (a && guard) {
+		/* the guard page is never mapped: not counted */
+		stat_sub(mapped_pages, 1);
+		stat_sub(resident_pages, 1);
+	}
+	if (a && grant(c, a, np << PAGE_SHIFT)) {
+		struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
+		seg_of(a)->releasing = 1;
+		pages_release(&r, 1);
+		a = 0;
+	}
+	return a;
+}
+
+/* Whole segments for np pages; with guard_large one more page, so the rest
+ * of the last segment always leaves an inaccessible page behind it. */
+static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t np, size_t align,
+			  bool guard, bool *clean)
+{
+	uintptr_t a = revoke_cancel(t, np, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id, RK_HUGE, 0);
+	*clean = false;
+	if (!a)
+		a = huge_grant(t, c, np, align, guard, clean);
+	if (a) {
+		seg_of(a)->huge_pages = (uint32_t)np;
+		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
+	}
+	return a;
+}
+
 void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 {
 	struct xpfo_compartment *c = t->heap->comp;
@@ -83,33 +124,7 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 	bool clean;
 	uintptr_t a;
 	if (size > LARGE_MAX || align > SEG_SIZE / 4) {
-		/* whole segments; with guard_large one more page, so the rest of
-		 * the last segment always leaves an inaccessible page behind it */
-		size_t span = np + guard;
-		a = revoke_cancel(t, np, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id, RK_HUGE, 0);
-		clean = false;
-		if (!a) {
-			a = huge_alloc(c, span, align, &clean);
-			if (!a && t->g.live) {
-				revoke_flush(t, FR_REUSE);
-				a = huge_alloc(c, span, align, &clean);
-			}
-			if (a && guard) {
-				/* the guard page is never mapped: not counted */
-				stat_sub(mapped_pages, 1);
-				stat_sub(resident_pages, 1);
-			}
-			if (a && grant(c, a, np << PAGE_SHIFT)) {
-				struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
-				seg_of(a)->releasing = 1;
-				pages_release(&r, 1);
-				a = 0;
-			}
-		}
-		if (a) {
-			seg_of(a)->huge_pages = (uint32_t)np;
-			__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
-		}
+		a = huge_get(t, c, np, align, guard, &clean);
 	} else {
 		size_t ap = align > PAGE_SIZE ? align >> PAGE_SHIFT : 1;
 		a = run_get(t, c, np, ap, guard, TAG_LARGE, &clean);
@@ -127,41 +142,29 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 	return (void *)a;
 }
 
-/* Resize a page run or huge block of the caller's compartment where it
- * is; false: it must move. */
-bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
+/* Shrink a page run in place: the tail goes to the gather (with a guard,
+ * its first page becomes the new guard, already made inaccessible, and the
+ * old guard ends the freed tail). */
+static void run_shrink(struct tstate *t, uintptr_t a, const struct blk *b, size_t np, size_t nnp)
 {
-	size_t np = b->usable >> PAGE_SHIFT;
-	size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
-	if (nnp == np)
-		return true;
-	if (b->kind == BK_LARGE && nnp < np && nnp > 0 &&
-	    (!b->guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
-					   key_revoked()) == 0)) {
-		/* shrink in place: the tail goes to the gather (with a
-		 * guard, its first page becomes the new guard and the old
-		 * guard ends the freed tail) */
-		owner_set_large(a, nnp, b->owner);
-		stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
-		if (b->guarded) {
-			stat_inc(revoke_syscalls);
-			owner_set_guard(a + (nnp << PAGE_SHIFT), b->owner);
-			stat_inc(live_guards); /* the old one leaves with the tail */
-			if (np - nnp > 0)
-				flush_if_full(t, revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp,
-							    b->owner, RK_RUN, RF_GUARDED));
-		} else {
-			flush_if_full(t, revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner,
-						    RK_RUN, 0));
-		}
-		return true;
+	owner_set_large(a, nnp, b->owner);
+	stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
+	if (b->guarded) {
+		stat_inc(revoke_syscalls);
+		owner_set_guard(a + (nnp << PAGE_SHIFT), b->owner);
+		stat_inc(live_guards); /* the old one leaves with the tail */
+		if (np - nnp > 0)
+			flush_if_full(t, revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b->owner,
+						    RK_RUN, RF_GUARDED));
+	} else {
+		flush_if_full(t, revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner, RK_RUN, 0));
 	}
-	if (b->kind == BK_LARGE && !b->guarded && size <= LARGE_MAX &&
-	    pages_grow_in_place(a, np, nnp)) {
-		owner_set_large(a, nnp, b->owner);
-		stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
-		return true;
-	}
+}
+
+/* Resize a huge block within its segments (not below half its size: the
+ * freed pages would stay with it); false: it must move. */
+static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
+{
 	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large;
 	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
 		return false;
@@ -176,4 +179,27 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
 	b->seg->huge_pages = (uint32_t)nnp;
 	stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
 	return true;
+}
+
+/* Resize a page run or huge block of the caller's compartment where it
+ * is; false: it must move. */
+bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
+{
+	size_t np = b->usable >> PAGE_SHIFT;
+	size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
+	if (nnp == np)
+		return true;
+	if (b->kind == BK_LARGE && nnp < np && nnp > 0 &&
+	    (!b->guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
+					   key_revoked()) == 0)) {
+		run_shrink(t, a, b, np, nnp);
+		return true;
+	}
+	if (b->kind == BK_LARGE && !b->guarded && size <= LARGE_MAX &&
+	    pages_grow_in_place(a, np, nnp)) {
+		owner_set_large(a, nnp, b->owner);
+		stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
+		return true;
+	}
+	return huge_resize(a, b, np, nnp);
 }
