@@ -241,6 +241,56 @@ __attribute__((noinline)) void *small_refill(struct tstate *t, struct theap *h, 
 	}
 }
 
+/* Announce s's remote frees to heap h (once until h drains the notice):
+ * the drain clears the notice before it reads the remote bits (both
+ * seq_cst, like the caller's accesses), so it sees this bit.  Only the first
+ * remote free after a drain pays for the exchange and the push, and the
+ * others do not write the slab's line the owner reads (mimalloc's
+ * delayed-free flag does the same). */
+static void slab_announce(struct theap *h, struct slab *s)
+{
+	if (__atomic_load_n(&s->in_notify, __ATOMIC_SEQ_CST) ||
+	    __atomic_exchange_n(&s->in_notify, 1, __ATOMIC_SEQ_CST))
+		return;
+	struct slab *top = __atomic_load_n(&h->notify, __ATOMIC_RELAXED);
+	do
+		s->notify_next = top;
+	while (!__atomic_compare_exchange_n(&h->notify, &top, s, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
+/* An abandoned slab with no live slot left (heap_lock held). */
+static bool slab_abandoned_empty(struct slab *s)
+{
+	if (!s->abandoned || __atomic_load_n(&s->heap, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&s->in_notify, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&s->rpending, __ATOMIC_SEQ_CST) != 0)
+		return false;
+	for (unsigned w = 0; w < SLAB_WORDS; w++) {
+		uint64_t live = bits_load(&s->used[w]) & ~bits_load(&s->remote[w]);
+		if (w == (unsigned)(s->nslots - 1) / 64 && s->nslots % 64)
+			live &= (1ull << (s->nslots % 64)) - 1;
+		else if (w > (unsigned)(s->nslots - 1) / 64)
+			live = 0;
+		if (live)
+			return false;
+	}
+	return true;
+}
+
+/* Take an abandoned slab off its compartment's list (heap_lock held). */
+static void slab_unabandon(struct slab *s)
+{
+	struct xpfo_compartment *c = comp_table[s->owner];
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		__atomic_store_n(&c->abandoned[s->cls], s->next, __ATOMIC_RELAXED);
+	if (s->next)
+		s->next->prev = s->prev;
+	s->abandoned = 0;
+}
+
 /* Give slot i back: to the heap that allocates from its slab, or to the
  * slab's remote bits. */
 void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
@@ -255,50 +305,17 @@ void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 	t->st.frees[s->cls]++;
 	struct theap *h = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE);
 	if (h) {
-		/* already announced and not drained yet: the drain clears the
-		 * notice before it reads the remote bits (both seq_cst, like
-		 * these two accesses), so it sees this bit.  Only the first
-		 * remote free after a drain pays for the exchange and the push,
-		 * and the others do not write the slab's line the owner reads
-		 * (mimalloc's delayed-free flag does the same) */
-		if (!__atomic_load_n(&s->in_notify, __ATOMIC_SEQ_CST) &&
-		    !__atomic_exchange_n(&s->in_notify, 1, __ATOMIC_SEQ_CST)) {
-			struct slab *top = __atomic_load_n(&h->notify, __ATOMIC_RELAXED);
-			do
-				s->notify_next = top;
-			while (!__atomic_compare_exchange_n(&h->notify, &top, s, true, __ATOMIC_RELEASE,
-							    __ATOMIC_RELAXED));
-		}
+		/* already announced and not drained yet: see slab_announce */
+		slab_announce(h, s);
 		__atomic_sub_fetch(&s->rpending, 1, __ATOMIC_SEQ_CST);
 		return;
 	}
 	__atomic_sub_fetch(&s->rpending, 1, __ATOMIC_SEQ_CST);
 	/* abandoned: if that was its last live slot, retire it here */
-	bool empty = false;
 	pthread_mutex_lock(&heap_lock);
-	if (s->abandoned && !__atomic_load_n(&s->heap, __ATOMIC_RELAXED) &&
-	    !__atomic_load_n(&s->in_notify, __ATOMIC_SEQ_CST) &&
-	    __atomic_load_n(&s->rpending, __ATOMIC_SEQ_CST) == 0) {
-		empty = true;
-		for (unsigned w = 0; w < SLAB_WORDS && empty; w++) {
-			uint64_t live = bits_load(&s->used[w]) & ~bits_load(&s->remote[w]);
-			if (w == (unsigned)(s->nslots - 1) / 64 && s->nslots % 64)
-				live &= (1ull << (s->nslots % 64)) - 1;
-			else if (w > (unsigned)(s->nslots - 1) / 64)
-				live = 0;
-			empty = live == 0;
-		}
-		if (empty) {
-			struct xpfo_compartment *c = comp_table[s->owner];
-			if (s->prev)
-				s->prev->next = s->next;
-			else
-				__atomic_store_n(&c->abandoned[s->cls], s->next, __ATOMIC_RELAXED);
-			if (s->next)
-				s->next->prev = s->prev;
-			s->abandoned = 0;
-		}
-	}
+	bool empty = slab_abandoned_empty(s);
+	if (empty)
+		slab_unabandon(s);
 	pthread_mutex_unlock(&heap_lock);
 	if (empty)
 		slab_retire(t, s);
