@@ -93,7 +93,7 @@ struct slab {
 	uint8_t in_notify;    /* atomic */
 	uint32_t rpending;    /* atomic: remote frees between their bit and their notice */
 	uint8_t guard;        /* a guard page follows the slab */
-	uint8_t kept;         /* empty, kept on its heap's partial list (heap.c) */
+	uint8_t kept;         /* empty, kept on its heap's partial list (slab.c) */
 	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
 	uint64_t quar[SLAB_WORDS];   /* atomic: freed, held in a quarantine */
@@ -331,7 +331,7 @@ int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len);
 int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
 uint64_t flush_serial(void);
 
-/* ---- alloc/heap.c: malloc and free ------------------------------------- */
+/* ---- alloc/heap.c, slab.c, harden.c: malloc and free -------------------- */
 void *heap_malloc(struct tstate *t, size_t size);
 void *heap_calloc(struct tstate *t, size_t n, size_t size);
 void *heap_aligned(struct tstate *t, size_t align, size_t size);
@@ -340,13 +340,16 @@ void heap_free(struct tstate *t, void *p);
 /* free_sized: fatal unless p is a live block of that size (and alignment) */
 void heap_check_sized(const void *p, size_t size, size_t align);
 size_t heap_usable(const void *p);
+/* slab.c */
 void heap_abandon(struct tstate *t, struct theap *h); /* thread exit / fork child */
 void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
+/* harden.c */
 void heap_quarantine_drain(struct tstate *t);
 /* Zero n bytes at p, a block of compartment owner, even if it is closed. */
 void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
 /* What t->hard is when not borrowing a heap. */
 unsigned heap_hard_flags(void);
+/* heap.c */
 void heap_walk_check(void);              /* debug: invariant walk */
 
 /* ---- alloc/compartment.c ------------------------------------------------ */

@@ -1,5 +1,5 @@
 /* keepempty.c - a thread heap keeps a bounded number of its empty slabs
- * (alloc/heap.c, slab_keep_empty: at most 64 pages) instead of retiring
+ * (alloc/slab.c, slab_keep_empty: at most 64 pages) instead of retiring
  * each at once, and retires them when its thread exits.
  *
  * A thread fills 200 one-page slabs (25,600 blocks of 24 bytes, 128 to a

@@ -37,7 +37,7 @@ import sys
 DIRS = ["src", "alloc", "api", "arch", "LD_PRELOAD"]
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEF_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined", "__attribute__"}
 
 
 def sources(root):

@@ -1,0 +1,205 @@
+/* run.c - page runs and huge blocks.
+ *
+ * Sizes from RUN_MIN to LARGE_MAX (and slabs' pages) are page runs inside a
+ * segment of the compartment, optionally followed by a guard page; larger
+ * sizes or alignments take whole segments.  A run is taken back from the
+ * thread's own gather first (no syscall: the owner never changed), else
+ * granted from the allocator's free pages, in spans.  realloc resizes a run
+ * or a huge block in place when it can.
+ */
+#include "heap.h"
+#include "backing.h"
+
+#include <errno.h>
+
+/* Guard pages split VMAs: each live guarded run or slab costs up to two.
+ * So that the VMA count does not grow with the number of live blocks, new
+ * guards stop while MAX_LIVE_GUARDS are live (and while the process is over
+ * its VMA budget); g_stats.live_guards counts them without reading
+ * /proc/self/maps on the allocation path. */
+#define MAX_LIVE_GUARDS 512
+
+bool guard_allowed(void)
+{
+	if (__atomic_load_n(&g_stats.live_guards, __ATOMIC_RELAXED) >= MAX_LIVE_GUARDS ||
+	    __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED)) {
+		stat_inc(guards_skipped);
+		return false;
+	}
+	return true;
+}
+
+/* A run of npages for compartment c in segments of `tag`, followed by an
+ * inaccessible guard page if `guard`: first one this thread queued for
+ * revocation itself (no syscall: ownership never changed), else free pages
+ * from the allocator, granted.  *clean: known to be zero. */
+uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
+		  size_t align_pages, bool guard, unsigned tag, bool *clean)
+{
+	size_t total = npages + guard;
+	uintptr_t a = revoke_cancel(t, total, align_pages, c->id, RK_RUN, guard ? RF_GUARDED : 0);
+	if (a) {
+		*clean = false;
+		if (guard)
+			owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
+		return a;
+	}
+	/* a span of whole runs, granted at once: the spare waits in the gather
+	 * for this thread's next ones (revoke_grant_span) */
+	size_t take = total;
+	if (!guard && align_pages == 1 && !secret_comp(c))
+		a = pages_alloc_span(c, npages, revoke_grant_span(t, npages), tag, &take, clean);
+	else
+		a = pages_alloc(c, take, align_pages, tag, clean);
+	if (!a && t->g.live) {
+		revoke_flush(t, FR_REUSE);
+		a = pages_alloc(c, take = total, align_pages, tag, clean);
+	}
+	if (!a)
+		return 0;
+	if (grant(c, a, (take - guard) << PAGE_SHIFT)) {
+		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0, 0 };
+		pages_release(&r, 1);
+		return 0;
+	}
+	if (guard) {
+		owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
+		stat_inc(live_guards);
+	} else if (take > npages)
+		flush_if_full(t, revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages,
+						  c->id));
+	return a;
+}
+
+/* New segments for a huge block (none of this thread's to take back),
+ * granted to c; 0 when there are none or the grant failed. */
+static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t np, size_t align,
+			    bool guard, bool *clean)
+{
+	size_t span = np + guard;
+	uintptr_t a = huge_alloc(c, span, align, clean);
+	if (!a && t->g.live) {
+		revoke_flush(t, FR_REUSE);
+		a = huge_alloc(c, span, align, clean);
+	}
+	if (a && guard) {
+		/* the guard page is never mapped: not counted */
+		stat_sub(mapped_pages, 1);
+		stat_sub(resident_pages, 1);
+	}
+	if (a && grant(c, a, np << PAGE_SHIFT)) {
+		struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
+		seg_of(a)->releasing = 1;
+		pages_release(&r, 1);
+		a = 0;
+	}
+	return a;
+}
+
+/* Whole segments for np pages; with guard_large one more page, so the rest
+ * of the last segment always leaves an inaccessible page behind it. */
+static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t np, size_t align,
+			  bool guard, bool *clean)
+{
+	uintptr_t a = revoke_cancel(t, np, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id, RK_HUGE, 0);
+	*clean = false;
+	if (!a)
+		a = huge_grant(t, c, np, align, guard, clean);
+	if (a) {
+		seg_of(a)->huge_pages = (uint32_t)np;
+		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
+	}
+	return a;
+}
+
+void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
+{
+	struct xpfo_compartment *c = t->heap->comp;
+	if (size > heap_end - heap_base) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t np = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
+	bool guard = opt.guard_large && guard_allowed();
+	bool clean;
+	uintptr_t a;
+	if (size > LARGE_MAX || align > SEG_SIZE / 4) {
+		a = huge_get(t, c, np, align, guard, &clean);
+	} else {
+		size_t ap = align > PAGE_SIZE ? align >> PAGE_SHIFT : 1;
+		a = run_get(t, c, np, ap, guard, TAG_LARGE, &clean);
+		if (a)
+			owner_set_large(a, np, c->id);
+	}
+	if (!a) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (zero && !clean)
+		memset((void *)a, 0, np << PAGE_SHIFT);
+	t->st.allocs[LARGE_CLASS]++;
+	stat_add(large_live_bytes, np << PAGE_SHIFT);
+	return (void *)a;
+}
+
+/* Shrink a page run in place: the tail goes to the gather (with a guard,
+ * its first page becomes the new guard, already made inaccessible, and the
+ * old guard ends the freed tail). */
+static void run_shrink(struct tstate *t, uintptr_t a, const struct blk *b, size_t np, size_t nnp)
+{
+	owner_set_large(a, nnp, b->owner);
+	stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
+	if (b->guarded) {
+		stat_inc(revoke_syscalls);
+		owner_set_guard(a + (nnp << PAGE_SHIFT), b->owner);
+		stat_inc(live_guards); /* the old one leaves with the tail */
+		if (np - nnp > 0)
+			flush_if_full(t, revoke_add(t, a + ((nnp + 1) << PAGE_SHIFT), np - nnp, b->owner,
+						    RK_RUN, RF_GUARDED));
+	} else {
+		flush_if_full(t, revoke_add(t, a + (nnp << PAGE_SHIFT), np - nnp, b->owner, RK_RUN, 0));
+	}
+}
+
+/* Resize a huge block within its segments (not below half its size: the
+ * freed pages would stay with it); false: it must move. */
+static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
+{
+	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large;
+	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
+		return false;
+	if (nnp > np && grant(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
+		return false;
+	if (nnp < np) {
+		if (os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), (np - nnp) << PAGE_SHIFT, OS_NONE,
+				   key_revoked()))
+			return false;
+		stat_inc(revoke_syscalls);
+	}
+	b->seg->huge_pages = (uint32_t)nnp;
+	stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
+	return true;
+}
+
+/* Resize a page run or huge block of the caller's compartment where it
+ * is; false: it must move. */
+bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
+{
+	size_t np = b->usable >> PAGE_SHIFT;
+	size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
+	if (nnp == np)
+		return true;
+	if (b->kind == BK_LARGE && nnp < np && nnp > 0 &&
+	    (!b->guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
+					   key_revoked()) == 0)) {
+		run_shrink(t, a, b, np, nnp);
+		return true;
+	}
+	if (b->kind == BK_LARGE && !b->guarded && size <= LARGE_MAX &&
+	    pages_grow_in_place(a, np, nnp)) {
+		owner_set_large(a, nnp, b->owner);
+		stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
+		return true;
+	}
+	return huge_resize(a, b, np, nnp);
+}
