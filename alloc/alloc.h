@@ -358,7 +358,6 @@ struct theap *theap_for(struct tstate *t, struct xpfo_compartment *c);
 void comp_thread_exit(struct tstate *t);
 void comp_thread_start(struct tstate *t);          /* compartments=thread */
 void comp_destroy_pages(struct xpfo_compartment *c);
-void heap_forget(struct theap *h);                  /* drop a stale heap's slabs */
 /* fork: take comp_lock, pkeys' lock and every compartment's lock, in the
  * lock order; drop them (in the child, flushes in flight are forgotten). */
 void comp_fork_lock(void);
