@@ -161,7 +161,7 @@ tests_unit_owner_CFLAGS = $(tests_cflags)
 check_PROGRAMS += tests/unit/random
 TESTS += tests/unit/random
 tests_unit_random_SOURCES = tests/unit/random.c src/random.c src/options.c \
-	src/fatal.c src/os.c src/memfd.c src/stats.c $(tests_common)
+	src/fatal.c src/os.c src/memfd.c src/uffd.c src/stats.c $(tests_common)
 tests_unit_random_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_unit_random_CFLAGS = $(tests_cflags)
 

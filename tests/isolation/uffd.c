@@ -27,6 +27,10 @@
  *   forkarmed: the default with max_vmas=100; 1,000 runs freed arm it
  *     (degraded), then a fork: the child registers its copy again and its
  *     stale read of a released run is reported.
+ *   armfail: the default with max_vmas=100, the userfaultfd made to fail
+ *     (injected) before the degraded mode arms it: one warning that freed
+ *     spans stay protected, not one span released (watched or not), and
+ *     the stale read is reported by the protection fault.
  * Skips (77) when the kernel offers no userfaultfd at all (a child with
  * release=uffd says whether it armed).
  */
@@ -176,9 +180,43 @@ static unsigned char *degrade(void)
 	}
 	struct xpfo_stats s;
 	tu_stats(&s);
-	say("parent degraded=%llu armed=%llu released_uffd=%llu\n", (unsigned long long)s.degraded,
-	    (unsigned long long)s.uffd_armed, (unsigned long long)s.spans_released_uffd);
+	say("parent degraded=%llu armed=%llu released_uffd=%llu unprotected=%llu\n",
+	    (unsigned long long)s.degraded, (unsigned long long)s.uffd_armed,
+	    (unsigned long long)s.spans_released_uffd,
+	    (unsigned long long)s.spans_released_unprotected);
 	return run[1998];
+}
+
+static int armfail_child(void)
+{
+	xpfo__test_inject(TU_OS_UFFD, EPERM, 0, 1000000);
+	unsigned char *p = degrade();
+	sink = p[100];
+	printf("read %d: zeros, nobody told\n", sink);
+	return 0;
+}
+
+static int has_line(const char *err, const char *prefix, const char *part);
+
+static void armfail_case(void)
+{
+	const char *args[] = { "armfail", NULL };
+	struct tu_child ch;
+	if (iso_run_self("max_vmas=100", args, 300, &ch))
+		tu_hard_error("could not run case armfail");
+	fprintf(stderr, "  armfail (XPFO_OPTIONS=max_vmas=100): %s\n%s%s", tu_status_str(ch.status),
+		ch.out, ch.err);
+	CHECK(WIFSIGNALED(ch.status) && WTERMSIG(ch.status) == SIGSEGV,
+	      "armfail: ended with %s, want SIGSEGV", tu_status_str(ch.status));
+	CHECK(strstr(ch.out, "parent degraded=1 armed=0 released_uffd=0 unprotected=0\n"),
+	      "armfail: spans were released (or it armed)");
+	CHECK(!strstr(ch.out, "zeros, nobody told"), "armfail: a freed run read as zeros");
+	CHECK(has_line(ch.err, "xpfo: violation: read of ", "owned by the allocator") == 1 &&
+		      !has_line(ch.err, "xpfo: violation: ", "(released page)"),
+	      "armfail: want one violation line (a protection fault)");
+	CHECK(has_line(ch.err, "xpfo: warning: ", "freed spans stay protected") == 1 &&
+		      has_line(ch.err, "xpfo: warning: ", NULL) == 1,
+	      "armfail: want exactly one warning, that freed spans stay protected");
 }
 
 /* fork (inject: make the child's registration fail; armed: the default,
@@ -322,6 +360,8 @@ int main(int argc, char **argv)
 		return fork_child(true, false);
 	if (argc == 2 && !strcmp(argv[1], "forkarmed"))
 		return fork_child(false, true);
+	if (argc == 2 && !strcmp(argv[1], "armfail"))
+		return armfail_child();
 	if (argc == 2 && !strcmp(argv[1], "idle"))
 		return idle_child();
 	if (argc == 2 && !strcmp(argv[1], "probe"))
@@ -339,6 +379,7 @@ int main(int argc, char **argv)
 	fork_case("fork", "release=uffd", false);
 	fork_case("denied", "release=uffd", true);
 	fork_case("forkarmed", "max_vmas=100", false);
+	armfail_case();
 	vmabudget_case(iso_skip_slow() ? 2 : 8);
 	tu_exit();
 }
