@@ -27,6 +27,10 @@
  *   forkarmed: the default with max_vmas=100; 1,000 runs freed arm it
  *     (degraded), then a fork: the child registers its copy again and its
  *     stale read of a released run is reported.
+ *   untouched: the default with max_vmas=100; a run allocated before the
+ *     degraded mode arms and never touched is filled when it arms: a read(2)
+ *     into it (a kernel access, which a missing page would refuse with
+ *     EFAULT) works, and so does the program's own write.
  *   armfail: the default with max_vmas=100, the userfaultfd made to fail
  *     (injected) before the degraded mode arms it: one warning that freed
  *     spans stay protected, not one span released (watched or not), and
@@ -185,6 +189,25 @@ static unsigned char *degrade(void)
 	    (unsigned long long)s.spans_released_uffd,
 	    (unsigned long long)s.spans_released_unprotected);
 	return run[1998];
+}
+
+static int untouched_child(void)
+{
+	unsigned char *u = malloc(8 * 4096);
+	if (!u)
+		tu_hard_error("malloc: %s", strerror(errno));
+	degrade();
+	int p[2];
+	char buf[4096];
+	memset(buf, 7, sizeof buf);
+	if (pipe(p) || write(p[1], buf, sizeof buf) != (ssize_t)sizeof buf)
+		tu_hard_error("pipe: %s", strerror(errno));
+	ssize_t n = read(p[0], u + 4096, sizeof buf);
+	say("kernel read %zd (%s) byte %d\n", n, n < 0 ? strerror(errno) : "ok", n > 0 ? u[4096] : -1);
+	u[6 * 4096] = 1;
+	say("user write ok\n");
+	free(u);
+	return 0;
 }
 
 static int armfail_child(void)
@@ -360,6 +383,8 @@ int main(int argc, char **argv)
 		return fork_child(true, false);
 	if (argc == 2 && !strcmp(argv[1], "forkarmed"))
 		return fork_child(false, true);
+	if (argc == 2 && !strcmp(argv[1], "untouched"))
+		return untouched_child();
 	if (argc == 2 && !strcmp(argv[1], "armfail"))
 		return armfail_child();
 	if (argc == 2 && !strcmp(argv[1], "idle"))
@@ -379,6 +404,7 @@ int main(int argc, char **argv)
 	fork_case("fork", "release=uffd", false);
 	fork_case("denied", "release=uffd", true);
 	fork_case("forkarmed", "max_vmas=100", false);
+	run_case("untouched", "max_vmas=100", 0, "kernel read 4096 (ok) byte 7\nuser write ok");
 	armfail_case();
 	vmabudget_case(iso_skip_slow() ? 2 : 8);
 	tu_exit();
