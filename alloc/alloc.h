@@ -270,12 +270,22 @@ void pages_purge_all(void);              /* release every retained free page */
 /* Fork child whose heap could not be registered again: every free page
  * and unused segment gets PROT_NONE (single-threaded: under heap_lock). */
 void pages_protect_free(void);
+/* Every live span of the heap, any owner (alloc/uffd.c fills them when it arms). */
+void pages_walk_live(void (*fn)(uintptr_t, size_t, bool, void *), void *arg);
 
 /* ---- uffd.c: released pages watched by a userfaultfd ------------------- */
-void uffd_init(void);                   /* at start: arm when wanted */
+void uffd_init(void);                   /* at start: arm for release=uffd */
 void uffd_fork_child(void);             /* the child registers its own copy */
+bool uffd_may_arm(void);                /* release=auto or uffd: it may arm (fault handler needed) */
+/* The degraded mode starts: release=auto arms now.  0: armed; -1: not
+ * wanted (release=mprotect, revoke=off); else the errno it failed with. */
+int uffd_degrade_arm(void);
+void uffd_lock_prepare(void);           /* before a sandbox lock: arm (release=auto) */
 bool uffd_release_on(void);             /* release=uffd in effect for this thread */
 bool uffd_degrade_on(void);             /* the degraded mode may release watched */
+/* Over the budget with nothing to watch: may a span be released
+ * unprotected (only release=mprotect says so; else it stays protected) */
+bool uffd_unwatched_ok(void);
 /* Map the zero page over the missing pages of a new grant (0 or errno). */
 int uffd_fill_grant(struct xpfo_compartment *c, uintptr_t a, size_t len);
 /* A SIGBUS at heap address a from a thread in compartment `mine`: 1 when

@@ -271,7 +271,8 @@ void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn,
 		/* a free page's aux is a flush serial: it is the segment's */
 		bool in = p < SEG_PAGES && (PG_TYPE(e) == PG_FREE
 				? (what & OW_FREE) && s->owner == id
-				: selected(e, what) && __atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) == id);
+				: selected(e, what) && (id == OWNER_ANY ||
+							__atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) == id));
 		if (in && !n)
 			start = p;
 		if (in) {

@@ -141,7 +141,9 @@ enum owner_walk_what {
 };
 /* Calls fn(addr, npages, pending, arg) for each span of pages of carved
  * segment s that compartment id owns and `what` selects; consecutive pages
- * make one span (pending: some of its pages are queued). */
+ * make one span (pending: some of its pages are queued).  id OWNER_ANY:
+ * every owner's (not with OW_FREE). */
+#define OWNER_ANY 0xffffu
 typedef void (*owner_span_fn)(uintptr_t addr, size_t npages, bool pending, void *arg);
 void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn, void *arg);
 /* Pages of s not free: those of id (and quarantined ones) in *mine, other

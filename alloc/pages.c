@@ -619,6 +619,26 @@ void pages_purge_all(void)
 	}
 }
 
+/* Every span of live (or queued) pages of every segment in use, any
+ * owner's, huge allocations whole: fn(addr, npages, pending, arg).  No lock
+ * (alloc/uffd.c, uffd_arm: a span this misses is one whose grant sees the
+ * userfaultfd armed and fills it itself). */
+void pages_walk_live(void (*fn)(uintptr_t, size_t, bool, void *), void *arg)
+{
+	for (size_t i = 0; i < heap_nsegs; i++) {
+		if (!__atomic_load_n(&seg_used_map[i / 64], __ATOMIC_ACQUIRE)) {
+			i |= 63;
+			continue;
+		}
+		struct segment *s = &seg_table[i];
+		uint8_t kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
+		if (kind == SEG_PAGES_K)
+			owner_walk(s, OWNER_ANY, OW_LIVE | OW_PENDING, fn, arg);
+		else if (kind == SEG_HUGE && !__atomic_load_n(&s->releasing, __ATOMIC_RELAXED))
+			fn(seg_addr(s), __atomic_load_n(&s->huge_pages, __ATOMIC_RELAXED), false, arg);
+	}
+}
+
 /* ---- the reservation of a locked compartment ------------------------------
  * The executor (alloc/executor.c) judges a locked thread's memory calls by
  * its copy of the tables taken at the lock; a free page in it could be

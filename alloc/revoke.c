@@ -325,12 +325,30 @@ static void quarantine(struct range *r)
  * (and at once when an mprotect fails with ENOMEM) the process's VMAs are
  * counted; over the budget, spans shorter than DEGRADE_SPAN are revoked by
  * releasing their frames instead of protecting them, until the count is
- * back under half of it: watched by the userfaultfd where it is armed (a
- * stale access is reported, alloc/uffd.c), else unprotected (the next touch
- * reads zeros, never the old data).  The first time, a warning says so. */
+ * back under half of it, watched by the userfaultfd (a stale access is
+ * reported, alloc/uffd.c: release=auto arms it here, the first time).
+ * Nothing to watch with: release=mprotect releases them unprotected (the
+ * next touch reads zeros, never the old data); auto and uffd keep
+ * protecting (VMAs grow past the budget).  The first time, a warning says
+ * which. */
 #define VMA_CHECK_EVERY 64
 #define DEGRADE_SPAN ((size_t)64 << 10)
 static uint32_t vma_checks;
+
+static void degrade_warn(long n, uint64_t budget, int armed)
+{
+	static int warned;
+	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		return;
+	if (armed > 0)
+		xpfo_warn("%d VMAs, over the budget of %u (max_vmas), and no userfaultfd to watch "
+			  "released pages (errno %d): freed spans stay protected, VMAs grow past the "
+			  "budget", n, (unsigned long)budget, (long)armed);
+	else
+		xpfo_warn("%d VMAs, over the budget of %u (max_vmas): small freed spans are "
+			  "now released instead of protected%s", n, (unsigned long)budget,
+			  armed ? "" : " (watched by userfaultfd)");
+}
 
 static void vma_check(bool failed)
 {
@@ -341,12 +359,11 @@ static void vma_check(bool failed)
 	if (n < 0)
 		return;
 	if ((uint64_t)n > budget || failed) {
-		if (!__atomic_exchange_n(&g_stats.degraded, 1, __ATOMIC_RELAXED)) {
-			static int warned;
-			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-				xpfo_warn("%d VMAs, over the budget of %u (max_vmas): small freed spans are "
-					  "now released instead of protected%s", n, (unsigned long)budget,
-					  uffd_degrade_on() ? " (watched by userfaultfd)" : "");
+		/* armed before the flag is up: no span is released unwatched meanwhile */
+		if (!__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED)) {
+			int armed = uffd_degrade_arm();
+			__atomic_store_n(&g_stats.degraded, 1, __ATOMIC_RELAXED);
+			degrade_warn(n, budget, armed);
 		}
 	} else if ((uint64_t)n < budget / 2) {
 		__atomic_store_n(&g_stats.degraded, 0, __ATOMIC_RELAXED);
@@ -482,8 +499,9 @@ static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
 	    release_watched(r, i, j, len))
 		return 0;
 	/* a span released unprotected is not marked clean: it stays writable,
-	 * and a write after free would reach the next calloc */
-	if (degraded && release_unprotected(r[i].addr, len))
+	 * and a write after free would reach the next calloc.  Only
+	 * release=mprotect asks for that; otherwise it stays protected. */
+	if (degraded && uffd_unwatched_ok() && release_unprotected(r[i].addr, len))
 		return 0;
 	int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
 	stat_inc(revoke_syscalls);

@@ -518,6 +518,8 @@ int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 		if (!e && !lock_keyed()) /* root's pages out of reach: closed for the process */
 			c->flags |= XPFO_COMPARTMENT_STRICT;
 		size_t n = e ? 0 : filter_build(prog, sizeof prog / sizeof prog[0]);
+		if (!e && n)
+			uffd_lock_prepare(); /* the executor forked below must inherit it */
 		if (!e)
 			e = n ? lock_install(c, flags, prog, n) : ENOSYS;
 		if (e && first)

@@ -14,7 +14,30 @@
  * So that the fast path never faults through the handler, and so that the
  * kernel (which gets EFAULT from a missing page: user-mode-only
  * registration) can use a new block at once, every grant fills its pages
- * (uffd_fill_grant: one ioctl for the missing ones).
+ * (uffd_fill_grant: one ioctl for the missing ones) once it is armed.
+ *
+ * When it arms.  release=uffd: at start.  release=auto: only when the
+ * degraded mode of the VMA budget first starts (uffd_degrade_arm, from
+ * revoke.c's vma_check), the one point where auto releases spans without
+ * protecting them; a process that never nears the budget makes no
+ * userfaultfd call at all.  Arming while the heap is in use: pages granted
+ * before, never touched, are missing and now registered, so uffd_arm fills
+ * every live span (pages_walk_live) after registering.  A grant racing it
+ * either left the free map before the walk reads it, or reads `filling`
+ * set after its own pages left it (a fence on each side): one of the two
+ * fills its pages.  Released spans are watched (`watching`) only once that
+ * walk is done, so the walk never fills a page released on purpose; until
+ * then the degraded mode protects.  A kernel access (a read(2) into such a
+ * page) by another thread during the walk can still get EFAULT: the one
+ * window left.  Arming fails: the degraded mode keeps protecting, and
+ * VMAs grow past the budget (one warning, from vma_check); at
+ * vm.max_map_count an mprotect fails and the span is released unprotected
+ * (zeros, never the old data) as before.
+ *
+ * The sandbox lock (uffd_lock_prepare) arms first under release=auto: the
+ * executor is forked at the lock and must hold the descriptor to fill the
+ * locked thread's grants, and a locked thread cannot make the ioctls.  So a
+ * process that locks a thread pays the fills from then on.
  *
  * No handler thread: UFFD_FEATURE_SIGBUS makes the faulting thread answer
  * for itself, with its own compartment, and there is no unfiltered thread a
@@ -25,14 +48,22 @@
  *
  * fork: the child's copy of the heap is not registered (no
  * UFFD_FEATURE_EVENT_FORK) and the inherited descriptor acts on the
- * parent.  The child drops it and registers its heap with a new one
- * (uffd_fork_child); if that fails it protects every free page with
- * mprotect and goes on with release=mprotect. */
+ * parent.  A child of an armed parent drops it and arms with a new one
+ * (uffd_fork_child; the walk fills live pages the fork did not copy); if
+ * that fails it protects every free page with mprotect and keeps
+ * protecting.  A child of a parent not armed arms later like any process. */
 #include "alloc.h"
 #include "owner.h"
 #include "backing.h"
 
-static bool uffd_wanted(void)
+#include <errno.h>
+
+static pthread_mutex_t arm_lock = PTHREAD_MUTEX_INITIALIZER;
+static int filling;  /* registered: grants fill their pages */
+static int watching; /* and every live page filled: spans may be released watched */
+static int arm_error; /* release=auto: arming failed with this errno (sticky) */
+
+bool uffd_may_arm(void)
 {
 	return opt.revoke != REVOKE_OFF && opt.release != RELEASE_MPROTECT;
 }
@@ -41,40 +72,89 @@ static void uffd_unavailable(int e)
 {
 	if (opt.release_given || opt.verbose)
 		xpfo_warn("userfaultfd unavailable (errno %d): revoked pages are protected with "
-			  "mprotect%s", (long)e,
-			  opt.release == RELEASE_UFFD ? "" : " (over the VMA budget they read as zeros)");
+			  "mprotect", (long)e);
 }
 
-/* Open and register.  Unused segments stay PROT_NONE, so that closed
+static void fill_span(uintptr_t a, size_t npages, bool pending, void *arg)
+{
+	(void)pending;
+	(void)arg;
+	os_uffd_fill((void *)a, npages << PAGE_SHIFT); /* failed: the handler fills on touch */
+}
+
+/* Open and register; live: the heap is in use (not at start), fill its
+ * live pages.  Unused segments stay PROT_NONE, so that closed
  * compartments' segments (protected whole, free pages too: see
  * compartment.c walk_segment) merge with them into few VMAs. */
-static int uffd_arm(void)
+static int uffd_arm(bool live)
 {
 	int e = os_uffd_open();
 	if (!e)
 		e = os_uffd_register((void *)heap_base, heap_end - heap_base);
 	if (e) {
 		os_uffd_forget();
-		uffd_unavailable(e);
+		return e;
 	}
-	__atomic_store_n(&g_stats.uffd_armed, !e, __ATOMIC_RELAXED);
-	return e;
+	__atomic_store_n(&filling, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* pairs with uffd_fill_grant's */
+	if (live)
+		pages_walk_live(fill_span, NULL);
+	__atomic_store_n(&watching, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&g_stats.uffd_armed, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 void uffd_init(void)
 {
-	if (uffd_wanted())
-		uffd_arm();
+	int e = 0;
+	if (opt.revoke != REVOKE_OFF && opt.release == RELEASE_UFFD && (e = uffd_arm(false)))
+		uffd_unavailable(e);
+}
+
+/* release=auto, not armed, not failed yet: arm now (arm_lock: once). */
+static int arm_auto(void)
+{
+	if (__atomic_load_n(&watching, __ATOMIC_ACQUIRE))
+		return 0;
+	if (!uffd_may_arm() || opt.release != RELEASE_AUTO)
+		return -1;
+	pthread_mutex_lock(&arm_lock);
+	if (!__atomic_load_n(&watching, __ATOMIC_ACQUIRE) && !arm_error)
+		arm_error = tl_sandbox_locked ? EPERM : uffd_arm(true);
+	int e = arm_error;
+	pthread_mutex_unlock(&arm_lock);
+	return e;
+}
+
+int uffd_degrade_arm(void)
+{
+	if (!uffd_may_arm())
+		return -1;
+	if (opt.release == RELEASE_UFFD) /* armed at start, or it failed then */
+		return __atomic_load_n(&watching, __ATOMIC_ACQUIRE) ? 0 : ENOSYS;
+	return arm_auto();
+}
+
+void uffd_lock_prepare(void)
+{
+	if (opt.release == RELEASE_AUTO)
+		arm_auto(); /* failed: the degraded mode keeps protecting (vma_check says so) */
 }
 
 bool uffd_release_on(void)
 {
-	return opt.release == RELEASE_UFFD && !tl_sandbox_locked && os_uffd_armed();
+	return opt.release == RELEASE_UFFD && !tl_sandbox_locked &&
+	       __atomic_load_n(&watching, __ATOMIC_ACQUIRE) && os_uffd_armed();
 }
 
 bool uffd_degrade_on(void)
 {
-	return !tl_sandbox_locked && os_uffd_armed();
+	return !tl_sandbox_locked && __atomic_load_n(&watching, __ATOMIC_ACQUIRE) && os_uffd_armed();
+}
+
+bool uffd_unwatched_ok(void)
+{
+	return opt.release == RELEASE_MPROTECT;
 }
 
 int uffd_fill_grant(struct xpfo_compartment *c, uintptr_t a, size_t len)
@@ -84,9 +164,13 @@ int uffd_fill_grant(struct xpfo_compartment *c, uintptr_t a, size_t len)
 		return 0;
 	if (tl_sandbox_locked)
 		return 0; /* the executor filled them when it let the grant through */
+	/* the grant's pages left the free map before: uffd_arm's walk sees
+	 * them, or this sees `filling` (not armed: no syscall at all) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&filling, __ATOMIC_RELAXED))
+		return 0;
 	return os_uffd_fill((void *)a, len);
 }
-
 int uffd_fault(uintptr_t a, uint16_t mine)
 {
 	stat_inc(uffd_faults);
@@ -107,8 +191,17 @@ int uffd_fault(uintptr_t a, uint16_t mine)
 void uffd_fork_child(void)
 {
 	if (!os_uffd_armed())
-		return;
+		return; /* the parent was not armed: the child arms later, if ever */
+	pthread_mutex_init(&arm_lock, NULL); /* another thread may have held it at the fork */
 	os_uffd_forget();
-	if (uffd_arm())
-		pages_protect_free(); /* what the parent released, the child protects */
+	__atomic_store_n(&filling, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&watching, 0, __ATOMIC_RELAXED);
+	int e = uffd_arm(true);
+	if (!e)
+		return;
+	__atomic_store_n(&g_stats.uffd_armed, 0, __ATOMIC_RELAXED);
+	arm_error = e; /* release=auto: the degraded mode protects from now on */
+	xpfo_warn("userfaultfd unavailable in a fork child (errno %d): its free pages are "
+		  "protected with mprotect", (long)e);
+	pages_protect_free(); /* what the parent released, the child protects */
 }

@@ -132,7 +132,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 
 void fault_install(void)
 {
-	if (!opt.report && !os_uffd_armed())
+	if (!opt.report && !uffd_may_arm()) /* release=auto arms later: filled pages need it */
 		return;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

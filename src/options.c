@@ -96,8 +96,9 @@ static const struct opt_desc table[] = {
 	{ "release", T_ENUM, OFF(release), 0, 2, release_names,
 	  "how a revoked span is taken away: mprotect (PROT_NONE: each boundary splits a VMA); "
 	  "uffd (its frames released, the pages watched by a userfaultfd: a stale access is "
-	  "reported, no VMA is split); auto: mprotect, and uffd where the VMA budget is "
-	  "exhausted (userfaultfd unavailable: mprotect, and releases read as zeros there)" },
+	  "reported, no VMA is split); auto: mprotect, the userfaultfd armed only when the VMA "
+	  "budget is exceeded, to watch what is released there (unavailable: spans stay "
+	  "protected)" },
 	{ "profile", T_ENUM, OFF(profile), 0, 2, profile_names,
 	  "mitigation set: default (what costs little), strict (everything), light (the "
 	  "fewest); the mitigation options below override it" },

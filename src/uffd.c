@@ -103,19 +103,22 @@ int os_uffd_register(void *addr, size_t size)
 {
 	if (uffd < 0)
 		return EBADF;
+	/* the range first: a mapping another thread makes over it while it is
+	 * registered (alloc/uffd.c arms while the heap is in use) is either
+	 * covered by the register or registered again by its os_uffd_rearm */
+	__atomic_store_n(&reg_lo, (uintptr_t)addr, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&reg_hi, (uintptr_t)addr + size, __ATOMIC_SEQ_CST);
 	int e = do_register((uintptr_t)addr, size);
-	if (!e) {
-		reg_lo = (uintptr_t)addr;
-		reg_hi = reg_lo + size;
-	}
+	if (e)
+		reg_lo = reg_hi = 0;
 	return e;
 }
 
 void os_uffd_rearm(void *addr, size_t size)
 {
 	uintptr_t a = (uintptr_t)addr;
-	if (uffd < 0 || a >= reg_hi || a + size <= reg_lo)
-		return;
+	if (a >= __atomic_load_n(&reg_hi, __ATOMIC_SEQ_CST) || a + size <= reg_lo || uffd < 0)
+		return; /* reg_hi first: published after uffd */
 	if (os_thread_locked() || do_register(a, size))
 		__atomic_store_n(&uffd_lost, 1, __ATOMIC_RELAXED);
 }

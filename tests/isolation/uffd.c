@@ -20,7 +20,23 @@
  *     reported (by the protection fault).
  *   vmabudget: tests/isolation/vmabudget with release=uffd and a limit of
  *     200 VMAs for its 16 compartments x 1,000,000 objects.
- * Skips (77) when the kernel offers no userfaultfd at all.
+ *   idle: the default (release=auto) far from the VMA budget: 2,000 page
+ *     runs and 20,000 small blocks allocated and freed, and not one
+ *     userfaultfd call (uffd_syscalls 0, uffd_armed 0): auto arms only when
+ *     the degraded mode starts.  The budget case shows it armed there.
+ *   forkarmed: the default with max_vmas=100; 1,000 runs freed arm it
+ *     (degraded), then a fork: the child registers its copy again and its
+ *     stale read of a released run is reported.
+ *   untouched: the default with max_vmas=100; a run allocated before the
+ *     degraded mode arms and never touched is filled when it arms: a read(2)
+ *     into it (a kernel access, which a missing page would refuse with
+ *     EFAULT) works, and so does the program's own write.
+ *   armfail: the default with max_vmas=100, the userfaultfd made to fail
+ *     (injected) before the degraded mode arms it: one warning that freed
+ *     spans stay protected, not one span released (watched or not), and
+ *     the stale read is reported by the protection fault.
+ * Skips (77) when the kernel offers no userfaultfd at all (a child with
+ * release=uffd says whether it armed).
  */
 #include "iso.h"
 
@@ -70,12 +86,51 @@ static int budget_child(void)
 	}
 	struct xpfo_stats s;
 	tu_stats(&s);
-	printf("degraded=%llu vmas=%llu\n", (unsigned long long)s.degraded,
-	       (unsigned long long)s.vmas);
+	printf("degraded=%llu armed=%llu vmas=%llu uffd_syscalls=%llu\n",
+	       (unsigned long long)s.degraded, (unsigned long long)s.uffd_armed,
+	       (unsigned long long)s.vmas, (unsigned long long)s.uffd_syscalls);
 	fflush(stdout);
 	unsigned char *p = run[NRUN - 2];
 	sink = p[100];
 	printf("read %d: zeros, nobody told\n", sink);
+	return 0;
+}
+
+/* far from the budget: runs and small blocks come and go, with flushes */
+static int idle_child(void)
+{
+	static unsigned char *run[2000], *small[20000];
+	for (int i = 0; i < 2000; i++) {
+		run[i] = malloc(RUNSZ);
+		if (!run[i])
+			tu_hard_error("malloc: %s", strerror(errno));
+		memset(run[i], 0x5a, RUNSZ);
+	}
+	for (int i = 0; i < 20000; i++)
+		if (!(small[i] = calloc(1, 16 + (size_t)(i % 500))))
+			tu_hard_error("calloc: %s", strerror(errno));
+	for (int i = 0; i < 2000; i++) {
+		free(run[i]);
+		if (i % 10 == 0)
+			xpfo_flush();
+	}
+	for (int i = 0; i < 20000; i++)
+		free(small[i]);
+	xpfo_flush();
+	struct xpfo_stats s;
+	tu_stats(&s);
+	printf("degraded=%llu armed=%llu uffd_syscalls=%llu vmas=%llu\n",
+	       (unsigned long long)s.degraded, (unsigned long long)s.uffd_armed,
+	       (unsigned long long)s.uffd_syscalls, (unsigned long long)s.vmas);
+	return 0;
+}
+
+/* release=uffd: did it arm (the kernel offers a userfaultfd)? */
+static int probe_child(void)
+{
+	struct xpfo_stats s;
+	tu_stats(&s);
+	printf("armed=%llu\n", (unsigned long long)s.uffd_armed);
 	return 0;
 }
 
@@ -112,17 +167,98 @@ static int own_child(void)
 	return 0;
 }
 
-/* fork (inject: make the child's registration fail) and read a freed run
- * in the child */
-static int fork_child(bool inject)
+/* max_vmas=100 under release=auto: 2,000 runs, every other one freed with
+ * a flush each, so that the degraded mode starts (and arms); the last one
+ * freed (released watched) is returned */
+static unsigned char *degrade(void)
+{
+	static unsigned char *run[2000];
+	for (int i = 0; i < 2000; i++) {
+		if (!(run[i] = malloc(RUNSZ)))
+			tu_hard_error("malloc: %s", strerror(errno));
+		memset(run[i], 0x5a, RUNSZ);
+	}
+	for (int i = 0; i < 2000; i += 2) {
+		free(run[i]);
+		xpfo_flush();
+	}
+	struct xpfo_stats s;
+	tu_stats(&s);
+	say("parent degraded=%llu armed=%llu released_uffd=%llu unprotected=%llu\n",
+	    (unsigned long long)s.degraded, (unsigned long long)s.uffd_armed,
+	    (unsigned long long)s.spans_released_uffd,
+	    (unsigned long long)s.spans_released_unprotected);
+	return run[1998];
+}
+
+static int untouched_child(void)
+{
+	unsigned char *u = malloc(8 * 4096);
+	if (!u)
+		tu_hard_error("malloc: %s", strerror(errno));
+	degrade();
+	int p[2];
+	char buf[4096];
+	memset(buf, 7, sizeof buf);
+	if (pipe(p) || write(p[1], buf, sizeof buf) != (ssize_t)sizeof buf)
+		tu_hard_error("pipe: %s", strerror(errno));
+	ssize_t n = read(p[0], u + 4096, sizeof buf);
+	say("kernel read %zd (%s) byte %d\n", n, n < 0 ? strerror(errno) : "ok", n > 0 ? u[4096] : -1);
+	u[6 * 4096] = 1;
+	say("user write ok\n");
+	free(u);
+	return 0;
+}
+
+static int armfail_child(void)
+{
+	xpfo__test_inject(TU_OS_UFFD, EPERM, 0, 1000000);
+	unsigned char *p = degrade();
+	sink = p[100];
+	printf("read %d: zeros, nobody told\n", sink);
+	return 0;
+}
+
+static int has_line(const char *err, const char *prefix, const char *part);
+
+static void armfail_case(void)
+{
+	const char *args[] = { "armfail", NULL };
+	struct tu_child ch;
+	if (iso_run_self("max_vmas=100", args, 300, &ch))
+		tu_hard_error("could not run case armfail");
+	fprintf(stderr, "  armfail (XPFO_OPTIONS=max_vmas=100): %s\n%s%s", tu_status_str(ch.status),
+		ch.out, ch.err);
+	CHECK(WIFSIGNALED(ch.status) && WTERMSIG(ch.status) == SIGSEGV,
+	      "armfail: ended with %s, want SIGSEGV", tu_status_str(ch.status));
+	CHECK(strstr(ch.out, "parent degraded=1 armed=0 released_uffd=0 unprotected=0\n"),
+	      "armfail: spans were released (or it armed)");
+	CHECK(!strstr(ch.out, "zeros, nobody told"), "armfail: a freed run read as zeros");
+	CHECK(has_line(ch.err, "xpfo: violation: read of ", "owned by the allocator") == 1 &&
+		      !has_line(ch.err, "xpfo: violation: ", "(released page)"),
+	      "armfail: want one violation line (a protection fault)");
+	CHECK(has_line(ch.err, "xpfo: warning: ", "freed spans stay protected") == 1 &&
+		      has_line(ch.err, "xpfo: warning: ", NULL) == 1,
+	      "armfail: want exactly one warning, that freed spans stay protected");
+}
+
+/* fork (inject: make the child's registration fail; armed: the default,
+ * armed by the degraded mode first) and read a freed run in the child */
+static int fork_child(bool inject, bool armed)
 {
 	/* a neighbour stays live: a segment left all free would be remapped
 	 * (and protected) whole */
-	unsigned char *p = malloc(RUNSZ), *keep = malloc(RUNSZ);
-	memset(p, 0x5a, RUNSZ);
-	memset(keep, 0x5a, RUNSZ);
-	free(p);
-	xpfo_flush();
+	unsigned char *p, *keep;
+	if (armed) {
+		p = degrade();
+	} else {
+		p = malloc(RUNSZ);
+		keep = malloc(RUNSZ);
+		memset(p, 0x5a, RUNSZ);
+		memset(keep, 0x5a, RUNSZ);
+		free(p);
+		xpfo_flush();
+	}
 	fflush(NULL);
 	if (inject)
 		xpfo__test_inject(TU_OS_UFFD, EPERM, 0, 1000);
@@ -184,13 +320,13 @@ static void run_case(const char *name, const char *options, int want_sig, const 
 	CHECK(!strstr(ch.out, "zeros, nobody told"), "%s: a released page read as zeros", name);
 }
 
-static void fork_case(const char *name, bool inject)
+static void fork_case(const char *name, const char *options, bool inject)
 {
 	const char *args[] = { name, NULL };
 	struct tu_child ch;
-	if (iso_run_self("release=uffd", args, 300, &ch))
+	if (iso_run_self(options, args, 300, &ch))
 		tu_hard_error("could not run case %s", name);
-	fprintf(stderr, "  %s (XPFO_OPTIONS=release=uffd): %s\n%s%s", name,
+	fprintf(stderr, "  %s (XPFO_OPTIONS=%s): %s\n%s%s", name, options,
 		tu_status_str(ch.status), ch.out, ch.err);
 	CHECK(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0, "%s: ended with %s", name,
 	      tu_status_str(ch.status));
@@ -198,7 +334,9 @@ static void fork_case(const char *name, bool inject)
 	      "%s: the child's stale read was not ended by SIGSEGV", name);
 	CHECK(has_line(ch.err, "xpfo: violation: read of ", inject ? NULL : "(released page)") == 1,
 	      "%s: want one violation line", name);
-	int warn = has_line(ch.err, "xpfo: warning: ", "userfaultfd");
+	if (strstr(name, "armed"))
+		CHECK(strstr(ch.out, "parent degraded=1 armed=1"), "%s: the parent did not arm", name);
+	int warn = has_line(ch.err, "xpfo: warning: ", "userfaultfd unavailable");
 	CHECK(warn == (inject ? 1 : 0), "%s: %d userfaultfd warnings (want %d)", name, warn,
 	      inject ? 1 : 0);
 }
@@ -240,18 +378,34 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "own"))
 		return own_child();
 	if (argc == 2 && !strcmp(argv[1], "fork"))
-		return fork_child(false);
+		return fork_child(false, false);
 	if (argc == 2 && !strcmp(argv[1], "denied"))
-		return fork_child(true);
-	struct xpfo_stats st;
-	tu_stats(&st);
-	if (!st.uffd_armed)
-		tu_skip("no userfaultfd here (release=auto did not arm it)");
-	run_case("budget", "max_vmas=100", SIGSEGV, "degraded=1");
+		return fork_child(true, false);
+	if (argc == 2 && !strcmp(argv[1], "forkarmed"))
+		return fork_child(false, true);
+	if (argc == 2 && !strcmp(argv[1], "untouched"))
+		return untouched_child();
+	if (argc == 2 && !strcmp(argv[1], "armfail"))
+		return armfail_child();
+	if (argc == 2 && !strcmp(argv[1], "idle"))
+		return idle_child();
+	if (argc == 2 && !strcmp(argv[1], "probe"))
+		return probe_child();
+	const char *probe[] = { "probe", NULL };
+	struct tu_child pc;
+	if (iso_run_self("release=uffd", probe, 60, &pc))
+		tu_hard_error("could not run the probe");
+	if (!strstr(pc.out, "armed=1"))
+		tu_skip("no userfaultfd here (release=uffd did not arm it)");
+	run_case("idle", "", 0, "degraded=0 armed=0 uffd_syscalls=0 ");
+	run_case("budget", "max_vmas=100", SIGSEGV, "degraded=1 armed=1");
 	run_case("uaf", "release=uffd", SIGSEGV, "released_uffd=1");
 	run_case("own", "release=uffd", 0, "read 0 fills=1");
-	fork_case("fork", false);
-	fork_case("denied", true);
+	fork_case("fork", "release=uffd", false);
+	fork_case("denied", "release=uffd", true);
+	fork_case("forkarmed", "max_vmas=100", false);
+	run_case("untouched", "max_vmas=100", 0, "kernel read 4096 (ok) byte 7\nuser write ok");
+	armfail_case();
 	vmabudget_case(iso_skip_slow() ? 2 : 8);
 	tu_exit();
 }

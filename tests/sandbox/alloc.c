@@ -86,6 +86,10 @@ static void child(int fd, int locked)
 #define X(f) r.d.f = b.f - a.f;
 	FIELDS(X)
 #undef X
+	/* not differences: release=auto arms at the lock (the executor must
+	 * hold the descriptor), and not without it */
+	r.d.uffd_armed = b.uffd_armed;
+	r.d.uffd_syscalls = b.uffd_syscalls;
 	/* stats=1's report shows what the executor did */
 	char rep[8192] = "";
 	if (locked) {
@@ -163,6 +167,16 @@ int main(int argc, char **argv)
 	CHECK(u.d.revoke_syscalls - l.d.revoke_syscalls + u.d.revoke_syscalls / 1000 <=
 		      2 * (u.d.revoke_syscalls / 1000),
 	      "revoke_syscalls differ by more than 0.1%%");
+	printf("uffd_armed %llu %llu, uffd_syscalls %llu %llu\n",
+	       (unsigned long long)u.d.uffd_armed, (unsigned long long)l.d.uffd_armed,
+	       (unsigned long long)u.d.uffd_syscalls, (unsigned long long)l.d.uffd_syscalls);
+	const char *o = getenv("XPFO_OPTIONS");
+	if (!o || !strstr(o, "release=")) { /* release=auto */
+		CHECK(u.d.uffd_armed == 0 && u.d.uffd_syscalls == 0,
+		      "unlocked: the userfaultfd was armed far from the VMA budget");
+		CHECK(l.d.uffd_armed == 1 || l.d.uffd_syscalls == 1,
+		      "locked: the lock did not arm the userfaultfd (nor fail to open it)");
+	}
 	CHECK(l.d.sandbox_denied == 0, "%llu calls denied", (unsigned long long)l.d.sandbox_denied);
 	CHECK(l.d.sandbox_granted >= l.d.grant_syscalls, "executor let through %llu, grants %llu",
 	      (unsigned long long)l.d.sandbox_granted, (unsigned long long)l.d.grant_syscalls);
