@@ -168,20 +168,6 @@ static void waf_scan(struct touch *x, void *p, unsigned cls, size_t user)
 		waf_fatal(p, off, cls);
 }
 
-/* waf_scan for a slot the thread reaches directly, a word at a time (user
- * is a multiple of 8): true when it still holds its fill. */
-static inline bool waf_clean_direct(const unsigned char *p, size_t user)
-{
-	uint64_t pat = 0x0101010101010101ull * (unsigned char)free_fill(), acc = 0, w;
-	size_t head = opt.waf_bytes && opt.waf_bytes < user - 8 ? opt.waf_bytes : user - 8;
-	for (size_t i = 0; i < head; i += 8) {
-		memcpy(&w, p + i, sizeof w);
-		acc |= w ^ pat;
-	}
-	memcpy(&w, p + user - 8, sizeof w);
-	return !(acc | (w ^ pat));
-}
-
 /* Hardening work on a slot being handed out (t->hard says some is on). */
 __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, void *p)
 {

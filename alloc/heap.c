@@ -55,7 +55,7 @@ static __attribute__((noinline)) void *small_alloc_full(struct tstate *t, unsign
 static inline bool small_fast_ok(const struct tstate *t, const struct slab *s)
 {
 	return s && s->nused < s->nslots && t->rng.used < sizeof t->rng.buf &&
-	       (!t->hard || (!opt.waf_check && !opt.junk && touch_direct(t, s->owner)));
+	       (!t->hard || (!opt.junk && touch_direct(t, s->owner)));
 }
 
 static inline void *small_alloc(struct tstate *t, unsigned cls)
@@ -67,8 +67,15 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 	if (unlikely(!p))
 		return small_alloc_full(t, cls);
 	t->st.allocs[cls]++;
-	if (t->hard && canary_bytes)
-		memcpy((char *)p + classes[cls].size - sizeof s->canary, &s->canary, sizeof s->canary);
+	if (t->hard) {
+		size_t user = classes[cls].size - canary_bytes;
+		/* a slot written since its free: slot_prepare's full check
+		 * finds where and ends the process */
+		if (opt.waf_check && unlikely(!waf_clean_direct(p, user)))
+			slot_prepare(t, s, p);
+		else if (canary_bytes)
+			memcpy((char *)p + user, &s->canary, sizeof s->canary);
+	}
 	return p;
 }
 

@@ -5,8 +5,9 @@
 #
 #   make bench/xb-pairs && sh bench/pairs.sh [pairs] [configs...]
 #
-# configs: glibc mimalloc jemalloc xpfo xpfo-light xpfo-off xpfo-light-off
-# (default: all).  Prints one row per configuration: instructions per pair
+# configs: glibc mimalloc jemalloc xpfo xpfo-nowaf xpfo-light xpfo-off
+# xpfo-light-off (default: all; xpfo-nowaf: the default without the
+# write-after-free check, waf_check=0).  Prints one row per configuration: instructions per pair
 # for the one-thread window (local) and the two-thread producer/consumer
 # (remote), counting only the measure_* functions and what they call.
 # The one-thread count repeats exactly; the two-thread one varies by a few
@@ -14,7 +15,7 @@
 set -u
 n=${1:-200000}
 [ $# -gt 0 ] && shift
-configs=${*:-glibc mimalloc jemalloc xpfo xpfo-light xpfo-off xpfo-light-off}
+configs=${*:-glibc mimalloc jemalloc xpfo xpfo-nowaf xpfo-light xpfo-off xpfo-light-off}
 lib=/usr/lib/x86_64-linux-gnu
 xpfo=${XPFO_LIB:-$(pwd)/.libs/libxpfo.so}   # XPFO_LIB: another build's
 # valgrind refuses the default 64 GiB reservation (EINVAL, not ENOMEM);
@@ -29,6 +30,7 @@ count() { # config mode
 	mimalloc) pre=$lib/libmimalloc.so.2 ;;
 	jemalloc) pre=$lib/libjemalloc.so.2 ;;
 	xpfo) pre=$xpfo opts=$vg ;;
+	xpfo-nowaf) pre=$xpfo opts=$vg,waf_check=0 ;;
 	xpfo-light) pre=$xpfo opts=$vg,profile=light ;;
 	xpfo-off) pre=$xpfo opts=$vg,revoke=off ;;
 	xpfo-light-off) pre=$xpfo opts=$vg,profile=light,revoke=off ;;
