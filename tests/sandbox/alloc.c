@@ -146,7 +146,8 @@ int main(int argc, char **argv)
 #undef X
 	/* Every count is equal but the revoking syscalls, which depend on how
 	 * freed runs coalesce at a flush: about one run in 4 a span differs by
-	 * one (25,963 against 25,964 here), so they may differ by 0.1%.  The
+	 * one (25,963 against 25,964 here), so they may differ by 0.1%, or by one
+	 * at the QEMU rig's small scale (558 against 557).  The
 	 * purges depend on placement too: a locked compartment's segments
 	 * come from its reservation (contiguous), and a thread's grant spans
 	 * (issue 11) are cut from whatever segment has room, so where freed runs
@@ -164,9 +165,11 @@ int main(int argc, char **argv)
 	CHECK(within(l.d.pages_purged, u.d.pages_purged, 20),
 	      "pages_purged: %llu locked, %llu unlocked", (unsigned long long)l.d.pages_purged,
 	      (unsigned long long)u.d.pages_purged);
-	CHECK(u.d.revoke_syscalls - l.d.revoke_syscalls + u.d.revoke_syscalls / 1000 <=
-		      2 * (u.d.revoke_syscalls / 1000),
-	      "revoke_syscalls differ by more than 0.1%%");
+	CHECK(within(l.d.revoke_syscalls, u.d.revoke_syscalls, 1000) ||
+		      l.d.revoke_syscalls + 1 == u.d.revoke_syscalls ||
+		      u.d.revoke_syscalls + 1 == l.d.revoke_syscalls,
+	      "revoke_syscalls: %llu locked, %llu unlocked: more than 0.1%% or one apart",
+	      (unsigned long long)l.d.revoke_syscalls, (unsigned long long)u.d.revoke_syscalls);
 	printf("uffd_armed %llu %llu, uffd_syscalls %llu %llu\n",
 	       (unsigned long long)u.d.uffd_armed, (unsigned long long)l.d.uffd_armed,
 	       (unsigned long long)u.d.uffd_syscalls, (unsigned long long)l.d.uffd_syscalls);
