@@ -42,16 +42,18 @@ struct xpfo_compartment comp_root = {
 /* names as the program sees them: outside the (sealed) metadata */
 static char pub_names[MAX_COMPARTMENTS][48];
 
+/* Does c point at a live compartment of the metadata pool (not root)? */
+static bool comp_valid(const struct xpfo_compartment *c)
+{
+	return c && meta_pool_owns(c) && !((uintptr_t)c & 63) &&
+	       __atomic_load_n(&c->magic, __ATOMIC_RELAXED) == COMP_MAGIC &&
+	       __atomic_load_n(&c->live, __ATOMIC_ACQUIRE);
+}
+
 struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
 {
-	if (c == &comp_root)
-		return &comp_root;
-	if (!c || !meta_pool_owns(c) || ((uintptr_t)c & 63) ||
-	    __atomic_load_n(&c->magic, __ATOMIC_RELAXED) != COMP_MAGIC ||
-	    !__atomic_load_n(&c->live, __ATOMIC_ACQUIRE)) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (c != &comp_root && !comp_valid(c))
+		return fail_null(EINVAL);
 	return (struct xpfo_compartment *)c;
 }
 
@@ -59,10 +61,8 @@ struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
 static struct xpfo_compartment *comp_usable(const struct xpfo_compartment *c)
 {
 	struct xpfo_compartment *u = comp_check(c);
-	if (u && __atomic_load_n(&u->poisoned, __ATOMIC_ACQUIRE)) {
-		errno = EIO;
-		return NULL;
-	}
+	if (u && __atomic_load_n(&u->poisoned, __ATOMIC_ACQUIRE))
+		return fail_null(EIO);
 	return u;
 }
 
@@ -464,10 +464,8 @@ void comp_thread_start(struct tstate *t)
 
 struct xpfo_compartment *comp_create(const char *name, unsigned flags)
 {
-	if (!name || (flags & ~(XPFO_COMPARTMENT_SECRET | XPFO_COMPARTMENT_STRICT))) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!name || (flags & ~(XPFO_COMPARTMENT_SECRET | XPFO_COMPARTMENT_STRICT)))
+		return fail_null(EINVAL);
 	int se = flags & XPFO_COMPARTMENT_SECRET ? secret_create_check() : 0;
 	if (se) {
 		errno = se;
@@ -513,10 +511,8 @@ struct xpfo_compartment *comp_create(const char *name, unsigned flags)
 
 int comp_destroy(struct xpfo_compartment *c)
 {
-	if (c == &comp_root || !comp_check(c)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (c == &comp_root || !comp_check(c))
+		return fail_int(EINVAL);
 	pthread_mutex_lock(&c->lock);
 	if (c->inside > 0 || !c->live) {
 		int busy = c->live;
@@ -593,10 +589,8 @@ struct xpfo_compartment *comp_enter(struct tstate *t, struct xpfo_compartment *c
 		}
 	}
 	struct theap *h = theap_for(t, c);
-	if (!h) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!h)
+		return fail_null(ENOMEM);
 	revoke_flush(t, FR_SWITCH);
 	thread_switch(t, h);
 	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT))
@@ -660,10 +654,8 @@ void *comp_malloc_in(struct tstate *t, struct xpfo_compartment *c, size_t size)
 void *comp_aligned_alloc_in(struct tstate *t, struct xpfo_compartment *c, size_t align,
 			    size_t size)
 {
-	if (!align || (align & (align - 1))) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!align || (align & (align - 1)))
+		return fail_null(EINVAL);
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
@@ -676,10 +668,8 @@ void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, siz
 	if (!h)
 		return NULL;
 	size_t total;
-	if (__builtin_mul_overflow(n, size, &total)) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (__builtin_mul_overflow(n, size, &total))
+		return fail_null(ENOMEM);
 	void *p = BORROW(t, h, heap_malloc(t, total));
 	if (p && total)
 		heap_zero_in(t, c->id, p, total); /* opens it for the moment if closed */
@@ -758,10 +748,8 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 	if (!comp_check(to))
 		return -1;
 	uintptr_t a = (uintptr_t)p;
-	if (!in_heap(a) || (a & (PAGE_SIZE - 1))) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!in_heap(a) || (a & (PAGE_SIZE - 1)))
+		return fail_int(EINVAL);
 	struct blk b;
 	if (owner_lookup(a, &b) != BLK_OK || b.kind == BK_SMALL) {
 		errno = EINVAL; /* small, interior, freed or not a block */
@@ -772,17 +760,13 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 	uint8_t kind = b.kind == BK_HUGE ? SEG_HUGE : SEG_PAGES_K;
 	struct xpfo_compartment *from = comp_table[b.owner];
 	/* sandbox.c: a locked thread gives away only its own blocks */
-	if (!from || (tl_sandbox_locked && from != tl_state->heap->comp)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!from || (tl_sandbox_locked && from != tl_state->heap->comp))
+		return fail_int(EINVAL);
 	/* a locked compartment's blocks leave it only from a locked thread:
 	 * its executor's record holds them the compartment's until then, so
 	 * a block given away in place by another thread could be reopened */
-	if (__atomic_load_n(&from->reserved, __ATOMIC_RELAXED) && !tl_sandbox_locked && from != to) {
-		errno = EPERM;
-		return -1;
-	}
+	if (__atomic_load_n(&from->reserved, __ATOMIC_RELAXED) && !tl_sandbox_locked && from != to)
+		return fail_int(EPERM);
 	if (from == to)
 		return 0;
 	lock_two(from, to);

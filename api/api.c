@@ -20,10 +20,8 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_current(void)
 XPFO_EXPORT const char *xpfo_compartment_name(const xpfo_compartment_t *c)
 {
 	XPFO_ENTRY;
-	if (!c) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!c)
+		return fail_null(EINVAL);
 	return c == &comp_root ? "root" : c->pub_name;
 }
 

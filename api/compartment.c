@@ -24,10 +24,8 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
-	if (tl_sandbox_locked) { /* alloc/sandbox.c: a locked thread stays where it is */
-		errno = EPERM;
-		return NULL;
-	}
+	if (tl_sandbox_locked) /* alloc/sandbox.c: a locked thread stays where it is */
+		return fail_null(EPERM);
 	return comp_enter(t, c);
 }
 

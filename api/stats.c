@@ -100,10 +100,8 @@ void stats_fill(struct xpfo_stats *s)
 XPFO_EXPORT int xpfo_stats_get(struct xpfo_stats *out, size_t size)
 {
 	XPFO_ENTRY;
-	if (!out || size < sizeof out->size) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!out || size < sizeof out->size)
+		return fail_int(EINVAL);
 	tstate_get();
 	struct xpfo_stats s;
 	stats_fill(&s);
