@@ -296,26 +296,36 @@ static void comp_close_failed(struct xpfo_compartment *c, uint64_t pages, int e)
 	errno = saved;
 }
 
+static void comp_open_pages(struct xpfo_compartment *c)
+{
+	int e = 0;
+	uint64_t failed = comp_walk(c, false, OS_RW, key_plain(), &e);
+	if (failed) /* its pages stay closed: a thread inside faults, reported */
+		xpfo_error("cannot open compartment \"%s\" (errno %d) on %u pages", c->name,
+			   (long)e, (unsigned long)failed);
+}
+
+static void comp_close_pages(struct xpfo_compartment *c)
+{
+	int e = 0;
+	uint64_t failed = comp_walk(c, true, OS_NONE, key_revoked(), &e);
+	if (failed)
+		comp_close_failed(c, failed, e);
+}
+
 /* The mprotect way: open (read-write) or close c's pages for the process.
  * A poisoned compartment is never opened again. */
 static void comp_set_access(struct xpfo_compartment *c, bool open)
 {
-	int e = 0;
-	uint64_t failed;
 	if (open && c->poisoned)
 		return;
 	c->open = open;
-	if (open)
-		stat_inc(compartment_opens);
-	else
-		stat_inc(compartment_closes);
 	if (open) {
-		failed = comp_walk(c, false, OS_RW, key_plain(), &e);
-		if (failed) /* its pages stay closed: a thread inside faults, reported */
-			xpfo_error("cannot open compartment \"%s\" (errno %d) on %u pages", c->name,
-				   (long)e, (unsigned long)failed);
-	} else if ((failed = comp_walk(c, true, OS_NONE, key_revoked(), &e))) {
-		comp_close_failed(c, failed, e);
+		stat_inc(compartment_opens);
+		comp_open_pages(c);
+	} else {
+		stat_inc(compartment_closes);
+		comp_close_pages(c);
 	}
 }
 
@@ -323,11 +333,10 @@ static void comp_set_access(struct xpfo_compartment *c, bool open)
 void comp_retag(struct xpfo_compartment *c, int key)
 {
 	int e = 0;
-	uint64_t failed;
 	if (key > 0)
 		comp_walk(c, false, OS_RW, key, &e);
-	else if ((failed = comp_walk(c, true, OS_NONE, key_revoked(), &e)))
-		comp_close_failed(c, failed, e);
+	else
+		comp_close_pages(c);
 }
 
 /* A thread enters (+1) or leaves (-1) c. */
@@ -624,9 +633,7 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 	if (!comp_usable(c))
 		return NULL;
 	struct theap *h = theap_for(t, c);
-	if (!h)
-		errno = ENOMEM;
-	return h;
+	return h ? h : fail_null(ENOMEM);
 }
 
 /* Allocate in c without entering it: the thread borrows its heap for c. */
@@ -678,13 +685,9 @@ void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, siz
 
 static void lock_two(struct xpfo_compartment *a, struct xpfo_compartment *b)
 {
-	if (a->id > b->id) {
-		struct xpfo_compartment *x = a;
-		a = b;
-		b = x;
-	}
-	pthread_mutex_lock(&a->lock);
-	pthread_mutex_lock(&b->lock);
+	struct xpfo_compartment *first = a->id > b->id ? b : a; /* the lock order */
+	pthread_mutex_lock(&first->lock);
+	pthread_mutex_lock(&(first == a ? b : a)->lock);
 }
 
 static void add_xseg(struct xpfo_compartment *c, uint32_t idx)

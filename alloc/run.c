@@ -19,10 +19,15 @@
  * /proc/self/maps on the allocation path. */
 #define MAX_LIVE_GUARDS 512
 
+static bool guards_at_limit(void)
+{
+	return __atomic_load_n(&g_stats.live_guards, __ATOMIC_RELAXED) >= MAX_LIVE_GUARDS ||
+	       __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED);
+}
+
 bool guard_allowed(void)
 {
-	if (__atomic_load_n(&g_stats.live_guards, __ATOMIC_RELAXED) >= MAX_LIVE_GUARDS ||
-	    __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED)) {
+	if (guards_at_limit()) {
 		stat_inc(guards_skipped);
 		return false;
 	}

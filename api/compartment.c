@@ -20,12 +20,21 @@ XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
 	return comp_destroy(c);
 }
 
+/* alloc/sandbox.c: a locked thread stays where it is (EPERM). */
+static bool sandbox_refuses(void)
+{
+	if (!tl_sandbox_locked)
+		return false;
+	errno = EPERM;
+	return true;
+}
+
 XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
-	if (tl_sandbox_locked) /* alloc/sandbox.c: a locked thread stays where it is */
-		return fail_null(EPERM);
+	if (sandbox_refuses())
+		return NULL;
 	return comp_enter(t, c);
 }
 
@@ -33,11 +42,8 @@ XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
-	if (tl_sandbox_locked) { /* alloc/sandbox.c */
-		errno = EPERM;
-		return;
-	}
-	comp_leave(t, previous);
+	if (!sandbox_refuses())
+		comp_leave(t, previous);
 }
 
 XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
@@ -69,11 +75,7 @@ XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
 {
 	XPFO_ENTRY;
 	int e = sandbox_lock(tstate_get(), c, flags);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return e ? fail_int(e) : 0;
 }
 
 XPFO_EXPORT int xpfo_share_fd(void *p, unsigned flags)
