@@ -690,11 +690,18 @@ static void lock_two(struct xpfo_compartment *a, struct xpfo_compartment *b)
 	pthread_mutex_lock(&(first == a ? b : a)->lock);
 }
 
-static void add_xseg(struct xpfo_compartment *c, uint32_t idx)
+static bool xseg_known(const struct xpfo_compartment *c, uint32_t idx)
 {
 	for (unsigned i = 0; i < c->nxsegs && i < COMP_XSEGS; i++)
 		if (c->xsegs[i] == idx)
-			return;
+			return true;
+	return false;
+}
+
+static void add_xseg(struct xpfo_compartment *c, uint32_t idx)
+{
+	if (xseg_known(c, idx))
+		return;
 	if (c->nxsegs < COMP_XSEGS)
 		c->xsegs[c->nxsegs] = idx;
 	c->nxsegs++;
@@ -885,12 +892,18 @@ static void destroy_carved(struct xpfo_compartment *c, struct segment *s, struct
 	seg_list_add(&comp_root, s);
 }
 
-static void destroy_quarantine(struct range *r, const char *what, int e)
+/* Unless its segment was released and reused meanwhile (gen). */
+static void quarantine_same_gen(const struct range *r)
 {
 	pthread_mutex_lock(&heap_lock);
 	if (seg_of(r->addr)->gen == r->gen)
 		policy_quarantine(r->addr, r->npages, r->owner);
 	pthread_mutex_unlock(&heap_lock);
+}
+
+static void destroy_quarantine(struct range *r, const char *what, int e)
+{
+	quarantine_same_gen(r);
 	policy_failed(what, e, r->addr, r->npages);
 	r->npages = 0; /* never reused */
 }

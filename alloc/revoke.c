@@ -151,14 +151,20 @@ bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t 
 #define GRANT_MIN 16
 #define GRANT_MAX 256
 
-size_t revoke_grant_span(struct tstate *t, size_t npages)
+/* The thread's grant span, doubled for the next grant up to GRANT_MAX. */
+static size_t grant_span_next(struct gather *g)
 {
-	struct gather *g = &t->g;
-	if (opt.revoke == REVOKE_EAGER || npages >= GRANT_MAX)
-		return npages;
 	size_t span = g->span ? g->span : GRANT_MIN;
 	if (span < GRANT_MAX)
 		g->span = (uint32_t)span * 2;
+	return span;
+}
+
+size_t revoke_grant_span(struct tstate *t, size_t npages)
+{
+	if (opt.revoke == REVOKE_EAGER || npages >= GRANT_MAX)
+		return npages;
+	size_t span = grant_span_next(&t->g);
 	return span < npages ? npages : span / npages * npages;
 }
 

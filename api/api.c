@@ -44,11 +44,7 @@ XPFO_EXPORT int xpfo_flush(void)
 	XPFO_ENTRY;
 	int e = revoke_flush(tstate_get(), FR_EXPLICIT);
 	heap_walk_check();
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return e ? fail_int(e) : 0;
 }
 
 XPFO_EXPORT const char *xpfo_backend(void)
