@@ -78,14 +78,20 @@ EXPORT void *aligned_alloc(size_t align, size_t size)
 	return entry_aligned_alloc(align, size);
 }
 
+/* As glibc: an alignment that is not a power of two is rounded up to one. */
+static size_t pow2_up(size_t align)
+{
+	if (entry_pow2(align))
+		return align;
+	return align ? (size_t)1 << (64 - __builtin_clzll(align)) : 1;
+}
+
 EXPORT void *memalign(size_t align, size_t size)
 {
 	XPFO_ENTRY;
 	if (align > ((size_t)1 << 62))
 		return fail_null(EINVAL);
-	if (!entry_pow2(align)) /* as glibc: round up to a power of two */
-		align = align ? (size_t)1 << (64 - __builtin_clzll(align)) : 1;
-	return entry_aligned(align, size);
+	return entry_aligned(pow2_up(align), size);
 }
 
 EXPORT void *valloc(size_t size)
