@@ -850,16 +850,21 @@ static void free_slab_head(uintptr_t a, uint32_t id, void *unused)
 /* A huge allocation of the destroyed compartment: all its segments go back
  * (heap_lock held; segs_queue may drop it, so the segments are marked
  * first). */
-static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
+static void huge_mark_released(struct segment *s, uint32_t n)
 {
-	uint32_t n = s->nsegs;
-	stat_sub(mapped_pages, s->huge_pages);
-	stat_sub(resident_pages, s->huge_pages);
 	for (uint32_t k = 0; k < n; k++) {
 		s[k].releasing = 1;
 		s[k].owner = 0;
 		s[k].gen++;
 	}
+}
+
+static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
+{
+	uint32_t n = s->nsegs;
+	stat_sub(mapped_pages, s->huge_pages);
+	stat_sub(resident_pages, s->huge_pages);
+	huge_mark_released(s, n);
 	for (uint32_t k = 0; k < n; k++)
 		segs_queue(rel, nrel, seg_index(s) + k);
 }

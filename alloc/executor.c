@@ -92,17 +92,23 @@ static bool reserved(const struct executor *x, size_t i0, size_t i1)
 	return true;
 }
 
+/* Is every page of [i0, i1) in a state of mask? */
+static bool pages_in(struct executor *x, size_t i0, size_t i1, unsigned mask)
+{
+	for (size_t i = i0; i < i1; i++)
+		if (!(mask >> page_state(x, i) & 1))
+			return false;
+	return true;
+}
+
 /* Every page of the range inside the reservation and in one of the states
  * of mask?  Then set them to `to` (unless 0).  Every call but a close
  * (always safe) comes here. */
 static bool pages_move(struct executor *x, uintptr_t a, uintptr_t len, unsigned mask, int to)
 {
 	size_t i0 = (a - x->hb) >> PAGE_SHIFT, i1 = (align_up(a + len, PAGE_SIZE) - x->hb) >> PAGE_SHIFT;
-	if (!reserved(x, i0, i1))
+	if (!reserved(x, i0, i1) || !pages_in(x, i0, i1, mask))
 		return false;
-	for (size_t i = i0; i < i1; i++)
-		if (!(mask >> page_state(x, i) & 1))
-			return false;
 	if (to)
 		for (size_t i = i0; i < i1; i++)
 			x->state[i] = (uint8_t)to;

@@ -562,17 +562,23 @@ static void gather_untake(bool careful)
 	vma_check(false);
 }
 
+/* Does range r go back to the pages (not dropped, nor kept in the
+ * thread's run quarantine)? */
+static bool release_keeps(struct tstate *t, struct range *r)
+{
+	if (r->flags & RF_GUARDED) /* its guard leaves with it */
+		stat_sub(live_guards, 1);
+	return r->npages &&
+	       !(opt.quarantine_large && !(r->flags & RF_SPARE) && quarantine_run(t, r));
+}
+
 /* Step two: hand the pages back (or to the thread's run quarantine). */
 static void gather_release(struct tstate *t, struct range *r, unsigned n)
 {
 	unsigned m = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (r[i].flags & RF_GUARDED) /* its guard leaves with it */
-			stat_sub(live_guards, 1);
-		if (r[i].npages && !(opt.quarantine_large && !(r[i].flags & RF_SPARE) &&
-				     quarantine_run(t, &r[i])))
+	for (unsigned i = 0; i < n; i++)
+		if (release_keeps(t, &r[i]))
 			r[m++] = r[i];
-	}
 	pages_release(r, m);
 }
 

@@ -89,13 +89,21 @@ XPFO_EXPORT int xpfo_share_fd(void *p, unsigned flags)
  * thread's compartment's.  (With sealed metadata on pkeys such a write
  * needs a bug inside xpfo's entry points: the seam opens the key.) */
 XPFO_EXPORT void xpfo__test_forge_owner(void *p);
+
+/* The pages of the live page run that starts at a, or 0. */
+static size_t run_pages_at(uintptr_t a)
+{
+	struct blk b;
+	if (!in_heap(a) || owner_lookup(a, &b) != BLK_OK || b.kind != BK_LARGE)
+		return 0;
+	return b.usable >> PAGE_SHIFT;
+}
+
 XPFO_EXPORT void xpfo__test_forge_owner(void *p)
 {
 	XPFO_ENTRY;
 	uint16_t id = tstate_get()->heap->comp->id;
-	uintptr_t a = (uintptr_t)p;
-	struct blk b;
-	if (!in_heap(a) || owner_lookup(a, &b) != BLK_OK || b.kind != BK_LARGE)
-		return;
-	owner_set_owner(a, b.usable >> PAGE_SHIFT, id);
+	size_t npages = run_pages_at((uintptr_t)p);
+	if (npages)
+		owner_set_owner((uintptr_t)p, npages, id);
 }

@@ -256,6 +256,16 @@ static void jout_put(struct jout *j, const char *fmt, ...)
 	j->at += n;
 }
 
+static void jout_char(struct jout *j, unsigned char c)
+{
+	if (c == '"' || c == '\\')
+		jout_put(j, "\\%s", c == '"' ? "\"" : "\\");
+	else if (c < 0x20)
+		jout_put(j, "\\u00%s%x", c < 0x10 ? "0" : "", (unsigned long)c);
+	else
+		jout_put(j, "%s", (char[2]){ (char)c, 0 });
+}
+
 /* A JSON string, or null; quotes, backslashes and control bytes escaped. */
 static void jout_str(struct jout *j, const char *s)
 {
@@ -264,15 +274,8 @@ static void jout_str(struct jout *j, const char *s)
 		return;
 	}
 	jout_put(j, "\"");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			jout_put(j, "\\%s", c == '"' ? "\"" : "\\");
-		else if (c < 0x20)
-			jout_put(j, "\\u00%s%x", c < 0x10 ? "0" : "", (unsigned long)c);
-		else
-			jout_put(j, "%s", (char[2]){ (char)c, 0 });
-	}
+	for (; *s; s++)
+		jout_char(j, (unsigned char)*s);
 	jout_put(j, "\"");
 }
 
