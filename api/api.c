@@ -25,18 +25,21 @@ XPFO_EXPORT const char *xpfo_compartment_name(const xpfo_compartment_t *c)
 	return c == &comp_root ? "root" : c->pub_name;
 }
 
+/* Whose page a (in the heap) is: a page-level question, any byte of a live
+ * block answers, as the fault reporter's does. */
+static xpfo_compartment_t *page_owner(uintptr_t a)
+{
+	struct owner_desc d;
+	owner_describe(a, 0, &d);
+	return d.state == OS_OWNED ? comp_table[d.owner] : NULL;
+}
+
 XPFO_EXPORT xpfo_compartment_t *xpfo_owner(const void *p)
 {
 	XPFO_ENTRY;
 	tstate_get();
 	uintptr_t a = (uintptr_t)p;
-	if (!in_heap(a))
-		return NULL;
-	/* whose page it is (a page-level question: any byte of a live block
-	 * answers, as the fault reporter's does) */
-	struct owner_desc d;
-	owner_describe(a, 0, &d);
-	return d.state == OS_OWNED ? comp_table[d.owner] : NULL;
+	return in_heap(a) ? page_owner(a) : NULL;
 }
 
 XPFO_EXPORT int xpfo_flush(void)

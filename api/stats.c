@@ -266,17 +266,21 @@ static void jout_char(struct jout *j, unsigned char c)
 		jout_put(j, "%s", (char[2]){ (char)c, 0 });
 }
 
-/* A JSON string, or null; quotes, backslashes and control bytes escaped. */
-static void jout_str(struct jout *j, const char *s)
+static void jout_quoted(struct jout *j, const char *s)
 {
-	if (!s) {
-		jout_put(j, "null");
-		return;
-	}
 	jout_put(j, "\"");
 	for (; *s; s++)
 		jout_char(j, (unsigned char)*s);
 	jout_put(j, "\"");
+}
+
+/* A JSON string, or null; quotes, backslashes and control bytes escaped. */
+static void jout_str(struct jout *j, const char *s)
+{
+	if (s)
+		jout_quoted(j, s);
+	else
+		jout_put(j, "null");
 }
 
 static void jout_array(struct jout *j, const char *name, const uint64_t *v)
