@@ -61,10 +61,8 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
 {
 	XPFO_ENTRY;
 	size_t total;
-	if (__builtin_mul_overflow(n, size, &total)) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (__builtin_mul_overflow(n, size, &total))
+		return fail_null(ENOMEM);
 	return realloc(p, total);
 }
 
@@ -80,16 +78,20 @@ EXPORT void *aligned_alloc(size_t align, size_t size)
 	return entry_aligned_alloc(align, size);
 }
 
+/* As glibc: an alignment that is not a power of two is rounded up to one. */
+static size_t pow2_up(size_t align)
+{
+	if (entry_pow2(align))
+		return align;
+	return align ? (size_t)1 << (64 - __builtin_clzll(align)) : 1;
+}
+
 EXPORT void *memalign(size_t align, size_t size)
 {
 	XPFO_ENTRY;
-	if (align > ((size_t)1 << 62)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (!entry_pow2(align)) /* as glibc: round up to a power of two */
-		align = align ? (size_t)1 << (64 - __builtin_clzll(align)) : 1;
-	return entry_aligned(align, size);
+	if (align > ((size_t)1 << 62))
+		return fail_null(EINVAL);
+	return entry_aligned(pow2_up(align), size);
 }
 
 EXPORT void *valloc(size_t size)
@@ -101,10 +103,8 @@ EXPORT void *valloc(size_t size)
 EXPORT void *pvalloc(size_t size)
 {
 	XPFO_ENTRY;
-	if (size > SIZE_MAX - PAGE_SIZE) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (size > SIZE_MAX - PAGE_SIZE)
+		return fail_null(ENOMEM);
 	return entry_aligned(PAGE_SIZE, size ? align_up(size, PAGE_SIZE) : PAGE_SIZE);
 }
 
@@ -183,10 +183,8 @@ EXPORT int malloc_trim(size_t pad)
 EXPORT int malloc_info(int options, FILE *fp)
 {
 	XPFO_ENTRY;
-	if (options || !fp) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (options || !fp)
+		return fail_int(EINVAL);
 	struct xpfo_stats s;
 	tstate_get();
 	stats_fill(&s);

@@ -60,12 +60,19 @@ static void alias_drop(struct alias *x)
 }
 
 /* Part of it goes: [lo, hi) is punched out, the rest stays shared. */
-static void alias_cut(struct alias *x, uintptr_t lo, uintptr_t hi)
+/* The file's frames under [lo, hi) go back to the kernel (in the process
+ * that made the memfd: a forked child's copy is not its to punch). */
+static void alias_punch(struct alias *x, uintptr_t lo, uintptr_t hi)
 {
 	int e = x->pid == os_getpid() ? os_alias_punch(x->fd, lo - x->addr, hi - lo) : 0;
 	if (e)
 		xpfo_error("cannot punch %z bytes out of the memfd of a shared run at %p (errno %d)",
 			   (size_t)(hi - lo), (void *)x->addr, (long)e);
+}
+
+static void alias_cut(struct alias *x, uintptr_t lo, uintptr_t hi)
+{
+	alias_punch(x, lo, hi);
 	if (hi == x->addr + x->len)
 		x->len = lo - x->addr; /* the usual case: a tail */
 	stat_inc(alias_revocations);

@@ -42,16 +42,18 @@ struct xpfo_compartment comp_root = {
 /* names as the program sees them: outside the (sealed) metadata */
 static char pub_names[MAX_COMPARTMENTS][48];
 
+/* Does c point at a live compartment of the metadata pool (not root)? */
+static bool comp_valid(const struct xpfo_compartment *c)
+{
+	return c && meta_pool_owns(c) && !((uintptr_t)c & 63) &&
+	       __atomic_load_n(&c->magic, __ATOMIC_RELAXED) == COMP_MAGIC &&
+	       __atomic_load_n(&c->live, __ATOMIC_ACQUIRE);
+}
+
 struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
 {
-	if (c == &comp_root)
-		return &comp_root;
-	if (!c || !meta_pool_owns(c) || ((uintptr_t)c & 63) ||
-	    __atomic_load_n(&c->magic, __ATOMIC_RELAXED) != COMP_MAGIC ||
-	    !__atomic_load_n(&c->live, __ATOMIC_ACQUIRE)) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (c != &comp_root && !comp_valid(c))
+		return fail_null(EINVAL);
 	return (struct xpfo_compartment *)c;
 }
 
@@ -59,10 +61,8 @@ struct xpfo_compartment *comp_check(const struct xpfo_compartment *c)
 static struct xpfo_compartment *comp_usable(const struct xpfo_compartment *c)
 {
 	struct xpfo_compartment *u = comp_check(c);
-	if (u && __atomic_load_n(&u->poisoned, __ATOMIC_ACQUIRE)) {
-		errno = EIO;
-		return NULL;
-	}
+	if (u && __atomic_load_n(&u->poisoned, __ATOMIC_ACQUIRE))
+		return fail_null(EIO);
 	return u;
 }
 
@@ -296,26 +296,36 @@ static void comp_close_failed(struct xpfo_compartment *c, uint64_t pages, int e)
 	errno = saved;
 }
 
+static void comp_open_pages(struct xpfo_compartment *c)
+{
+	int e = 0;
+	uint64_t failed = comp_walk(c, false, OS_RW, key_plain(), &e);
+	if (failed) /* its pages stay closed: a thread inside faults, reported */
+		xpfo_error("cannot open compartment \"%s\" (errno %d) on %u pages", c->name,
+			   (long)e, (unsigned long)failed);
+}
+
+static void comp_close_pages(struct xpfo_compartment *c)
+{
+	int e = 0;
+	uint64_t failed = comp_walk(c, true, OS_NONE, key_revoked(), &e);
+	if (failed)
+		comp_close_failed(c, failed, e);
+}
+
 /* The mprotect way: open (read-write) or close c's pages for the process.
  * A poisoned compartment is never opened again. */
 static void comp_set_access(struct xpfo_compartment *c, bool open)
 {
-	int e = 0;
-	uint64_t failed;
 	if (open && c->poisoned)
 		return;
 	c->open = open;
-	if (open)
-		stat_inc(compartment_opens);
-	else
-		stat_inc(compartment_closes);
 	if (open) {
-		failed = comp_walk(c, false, OS_RW, key_plain(), &e);
-		if (failed) /* its pages stay closed: a thread inside faults, reported */
-			xpfo_error("cannot open compartment \"%s\" (errno %d) on %u pages", c->name,
-				   (long)e, (unsigned long)failed);
-	} else if ((failed = comp_walk(c, true, OS_NONE, key_revoked(), &e))) {
-		comp_close_failed(c, failed, e);
+		stat_inc(compartment_opens);
+		comp_open_pages(c);
+	} else {
+		stat_inc(compartment_closes);
+		comp_close_pages(c);
 	}
 }
 
@@ -323,11 +333,10 @@ static void comp_set_access(struct xpfo_compartment *c, bool open)
 void comp_retag(struct xpfo_compartment *c, int key)
 {
 	int e = 0;
-	uint64_t failed;
 	if (key > 0)
 		comp_walk(c, false, OS_RW, key, &e);
-	else if ((failed = comp_walk(c, true, OS_NONE, key_revoked(), &e)))
-		comp_close_failed(c, failed, e);
+	else
+		comp_close_pages(c);
 }
 
 /* A thread enters (+1) or leaves (-1) c. */
@@ -464,10 +473,8 @@ void comp_thread_start(struct tstate *t)
 
 struct xpfo_compartment *comp_create(const char *name, unsigned flags)
 {
-	if (!name || (flags & ~(XPFO_COMPARTMENT_SECRET | XPFO_COMPARTMENT_STRICT))) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!name || (flags & ~(XPFO_COMPARTMENT_SECRET | XPFO_COMPARTMENT_STRICT)))
+		return fail_null(EINVAL);
 	int se = flags & XPFO_COMPARTMENT_SECRET ? secret_create_check() : 0;
 	if (se) {
 		errno = se;
@@ -513,10 +520,8 @@ struct xpfo_compartment *comp_create(const char *name, unsigned flags)
 
 int comp_destroy(struct xpfo_compartment *c)
 {
-	if (c == &comp_root || !comp_check(c)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (c == &comp_root || !comp_check(c))
+		return fail_int(EINVAL);
 	pthread_mutex_lock(&c->lock);
 	if (c->inside > 0 || !c->live) {
 		int busy = c->live;
@@ -593,10 +598,8 @@ struct xpfo_compartment *comp_enter(struct tstate *t, struct xpfo_compartment *c
 		}
 	}
 	struct theap *h = theap_for(t, c);
-	if (!h) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!h)
+		return fail_null(ENOMEM);
 	revoke_flush(t, FR_SWITCH);
 	thread_switch(t, h);
 	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT))
@@ -630,9 +633,7 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 	if (!comp_usable(c))
 		return NULL;
 	struct theap *h = theap_for(t, c);
-	if (!h)
-		errno = ENOMEM;
-	return h;
+	return h ? h : fail_null(ENOMEM);
 }
 
 /* Allocate in c without entering it: the thread borrows its heap for c. */
@@ -660,10 +661,8 @@ void *comp_malloc_in(struct tstate *t, struct xpfo_compartment *c, size_t size)
 void *comp_aligned_alloc_in(struct tstate *t, struct xpfo_compartment *c, size_t align,
 			    size_t size)
 {
-	if (!align || (align & (align - 1))) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!align || (align & (align - 1)))
+		return fail_null(EINVAL);
 	struct theap *h = borrow(t, c);
 	if (!h)
 		return NULL;
@@ -676,10 +675,8 @@ void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, siz
 	if (!h)
 		return NULL;
 	size_t total;
-	if (__builtin_mul_overflow(n, size, &total)) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (__builtin_mul_overflow(n, size, &total))
+		return fail_null(ENOMEM);
 	void *p = BORROW(t, h, heap_malloc(t, total));
 	if (p && total)
 		heap_zero_in(t, c->id, p, total); /* opens it for the moment if closed */
@@ -688,20 +685,23 @@ void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, siz
 
 static void lock_two(struct xpfo_compartment *a, struct xpfo_compartment *b)
 {
-	if (a->id > b->id) {
-		struct xpfo_compartment *x = a;
-		a = b;
-		b = x;
-	}
-	pthread_mutex_lock(&a->lock);
-	pthread_mutex_lock(&b->lock);
+	struct xpfo_compartment *first = a->id > b->id ? b : a; /* the lock order */
+	pthread_mutex_lock(&first->lock);
+	pthread_mutex_lock(&(first == a ? b : a)->lock);
+}
+
+static bool xseg_known(const struct xpfo_compartment *c, uint32_t idx)
+{
+	for (unsigned i = 0; i < c->nxsegs && i < COMP_XSEGS; i++)
+		if (c->xsegs[i] == idx)
+			return true;
+	return false;
 }
 
 static void add_xseg(struct xpfo_compartment *c, uint32_t idx)
 {
-	for (unsigned i = 0; i < c->nxsegs && i < COMP_XSEGS; i++)
-		if (c->xsegs[i] == idx)
-			return;
+	if (xseg_known(c, idx))
+		return;
 	if (c->nxsegs < COMP_XSEGS)
 		c->xsegs[c->nxsegs] = idx;
 	c->nxsegs++;
@@ -758,10 +758,8 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 	if (!comp_check(to))
 		return -1;
 	uintptr_t a = (uintptr_t)p;
-	if (!in_heap(a) || (a & (PAGE_SIZE - 1))) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!in_heap(a) || (a & (PAGE_SIZE - 1)))
+		return fail_int(EINVAL);
 	struct blk b;
 	if (owner_lookup(a, &b) != BLK_OK || b.kind == BK_SMALL) {
 		errno = EINVAL; /* small, interior, freed or not a block */
@@ -772,17 +770,13 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 	uint8_t kind = b.kind == BK_HUGE ? SEG_HUGE : SEG_PAGES_K;
 	struct xpfo_compartment *from = comp_table[b.owner];
 	/* sandbox.c: a locked thread gives away only its own blocks */
-	if (!from || (tl_sandbox_locked && from != tl_state->heap->comp)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!from || (tl_sandbox_locked && from != tl_state->heap->comp))
+		return fail_int(EINVAL);
 	/* a locked compartment's blocks leave it only from a locked thread:
 	 * its executor's record holds them the compartment's until then, so
 	 * a block given away in place by another thread could be reopened */
-	if (__atomic_load_n(&from->reserved, __ATOMIC_RELAXED) && !tl_sandbox_locked && from != to) {
-		errno = EPERM;
-		return -1;
-	}
+	if (__atomic_load_n(&from->reserved, __ATOMIC_RELAXED) && !tl_sandbox_locked && from != to)
+		return fail_int(EPERM);
 	if (from == to)
 		return 0;
 	lock_two(from, to);
@@ -856,16 +850,21 @@ static void free_slab_head(uintptr_t a, uint32_t id, void *unused)
 /* A huge allocation of the destroyed compartment: all its segments go back
  * (heap_lock held; segs_queue may drop it, so the segments are marked
  * first). */
-static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
+static void huge_mark_released(struct segment *s, uint32_t n)
 {
-	uint32_t n = s->nsegs;
-	stat_sub(mapped_pages, s->huge_pages);
-	stat_sub(resident_pages, s->huge_pages);
 	for (uint32_t k = 0; k < n; k++) {
 		s[k].releasing = 1;
 		s[k].owner = 0;
 		s[k].gen++;
 	}
+}
+
+static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
+{
+	uint32_t n = s->nsegs;
+	stat_sub(mapped_pages, s->huge_pages);
+	stat_sub(resident_pages, s->huge_pages);
+	huge_mark_released(s, n);
 	for (uint32_t k = 0; k < n; k++)
 		segs_queue(rel, nrel, seg_index(s) + k);
 }
@@ -898,12 +897,18 @@ static void destroy_carved(struct xpfo_compartment *c, struct segment *s, struct
 	seg_list_add(&comp_root, s);
 }
 
-static void destroy_quarantine(struct range *r, const char *what, int e)
+/* Unless its segment was released and reused meanwhile (gen). */
+static void quarantine_same_gen(const struct range *r)
 {
 	pthread_mutex_lock(&heap_lock);
 	if (seg_of(r->addr)->gen == r->gen)
 		policy_quarantine(r->addr, r->npages, r->owner);
 	pthread_mutex_unlock(&heap_lock);
+}
+
+static void destroy_quarantine(struct range *r, const char *what, int e)
+{
+	quarantine_same_gen(r);
 	policy_failed(what, e, r->addr, r->npages);
 	r->npages = 0; /* never reused */
 }

@@ -92,17 +92,23 @@ static bool reserved(const struct executor *x, size_t i0, size_t i1)
 	return true;
 }
 
+/* Is every page of [i0, i1) in a state of mask? */
+static bool pages_in(struct executor *x, size_t i0, size_t i1, unsigned mask)
+{
+	for (size_t i = i0; i < i1; i++)
+		if (!(mask >> page_state(x, i) & 1))
+			return false;
+	return true;
+}
+
 /* Every page of the range inside the reservation and in one of the states
  * of mask?  Then set them to `to` (unless 0).  Every call but a close
  * (always safe) comes here. */
 static bool pages_move(struct executor *x, uintptr_t a, uintptr_t len, unsigned mask, int to)
 {
 	size_t i0 = (a - x->hb) >> PAGE_SHIFT, i1 = (align_up(a + len, PAGE_SIZE) - x->hb) >> PAGE_SHIFT;
-	if (!reserved(x, i0, i1))
+	if (!reserved(x, i0, i1) || !pages_in(x, i0, i1, mask))
 		return false;
-	for (size_t i = i0; i < i1; i++)
-		if (!(mask >> page_state(x, i) & 1))
-			return false;
 	if (to)
 		for (size_t i = i0; i < i1; i++)
 			x->state[i] = (uint8_t)to;
@@ -151,6 +157,16 @@ static int decide_madvise(struct executor *x, const uint64_t *a)
 	return 1;
 }
 
+/* Move the pages and count the remap; -1 when one is in a state outside
+ * mask. */
+static int remap_move(struct executor *x, uintptr_t a, uintptr_t len, unsigned mask, int to)
+{
+	if (!pages_move(x, a, len, mask, to))
+		return -1;
+	__atomic_add_fetch(&sandbox_shared->remaps, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
 /* mmap with MAP_FIXED: a fresh anonymous private mapping over pages that
  * are not another owner's. */
 static int decide_mmap(struct executor *x, const uint64_t *a)
@@ -161,10 +177,7 @@ static int decide_mmap(struct executor *x, const uint64_t *a)
 	if ((int)a[4] != -1 || !(a[3] & MAP_ANONYMOUS) || (a[3] & MAP_SHARED))
 		return -1;
 	int to = a[2] == PROT_NONE ? PS_FRESH : PS_MINE;
-	if (!pages_move(x, a[0], a[1], M(PS_STALE) | M(PS_FRESH) | M(PS_MINE), to))
-		return -1;
-	__atomic_add_fetch(&sandbox_shared->remaps, 1, __ATOMIC_RELAXED);
-	return 1;
+	return remap_move(x, a[0], a[1], M(PS_STALE) | M(PS_FRESH) | M(PS_MINE), to);
 }
 
 /* mremap: only a transfer's fresh copy, moved whole from outside onto the
@@ -175,13 +188,9 @@ static int decide_mremap(struct executor *x, const uint64_t *a)
 {
 	if (where(x, a[0], a[1]) != 0 || !(a[3] & MREMAP_FIXED) || a[1] != a[2])
 		return -1;
-	int w = where(x, a[4], a[2]);
-	if (w <= 0)
+	if (where(x, a[4], a[2]) <= 0)
 		return -1;
-	if (!pages_move(x, a[4], a[2], M(PS_MINE), PS_GONE))
-		return -1;
-	__atomic_add_fetch(&sandbox_shared->remaps, 1, __ATOMIC_RELAXED);
-	return 1;
+	return remap_move(x, a[4], a[2], M(PS_MINE), PS_GONE);
 }
 
 /* 0: outside (let through), 1: checked (let through), -1: refused. */

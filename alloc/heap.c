@@ -89,10 +89,8 @@ void *heap_malloc(struct tstate *t, size_t size)
 void *heap_calloc(struct tstate *t, size_t n, size_t size)
 {
 	size_t total;
-	if (unlikely(__builtin_mul_overflow(n, size, &total))) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (unlikely(__builtin_mul_overflow(n, size, &total)))
+		return fail_null(ENOMEM);
 	if (total < RUN_MIN) {
 		void *p = small_alloc(t, size_to_class(total + canary_bytes));
 		if (p)

@@ -24,9 +24,15 @@ static bool retired_slot(uintptr_t a, uintptr_t page, uint32_t v)
 	return i < k->nslots && (uintptr_t)i * k->size == off;
 }
 
+/* The first segment of the huge block that segment s (of that kind) is in. */
+static struct segment *huge_head(struct segment *s, uint8_t kind)
+{
+	return kind == SEG_HUGE ? s : s - s->nsegs;
+}
+
 static enum blk_status lookup_huge(uintptr_t a, struct segment *sg, uint8_t kind, struct blk *b)
 {
-	struct segment *head = kind == SEG_HUGE ? sg : sg - sg->nsegs;
+	struct segment *head = huge_head(sg, kind);
 	uintptr_t base = seg_addr(head);
 	b->kind = BK_HUGE;
 	b->seg = head;
@@ -139,16 +145,20 @@ enum blk_status owner_lookup(uintptr_t a, struct blk *b)
 
 /* The one writer: page k of the run [addr, +npages) gets entry(k), its
  * aux word aux(k) (the owner, or a flush serial for free pages). */
+/* The aux word before the entry: a reader that acquires the entry sees it. */
+static inline void entry_store(struct segment *s, size_t i, uint32_t aux, uint32_t e, int order)
+{
+	__atomic_store_n(&s->aux[i], aux, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->page[i], e, order);
+}
+
 static void set_run(uintptr_t addr, size_t npages, uint32_t head, uint32_t tail, bool count,
 		    uint32_t aux, int order)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = page_index(addr);
-	for (size_t k = 0; k < npages; k++) {
-		uint32_t e = !k ? head : count ? tail + (uint32_t)k : tail;
-		__atomic_store_n(&s->aux[i + k], aux, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], e, order);
-	}
+	for (size_t k = 0; k < npages; k++)
+		entry_store(s, i + k, aux, !k ? head : count ? tail + (uint32_t)k : tail, order);
 }
 
 /* a live run's tails point back at its head */
@@ -182,8 +192,7 @@ static void set_retired(uintptr_t addr, size_t npages, int cls, uint16_t owner)
 	size_t i = page_index(addr);
 	for (size_t k = 0; k < npages; k++) {
 		uint32_t v = (k ? 0 : (uint32_t)npages) | PG_SLAB_INFO(cls, k);
-		__atomic_store_n(&s->aux[i + k], owner, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + k], PG_MAKE(PG_PENDING, v), __ATOMIC_RELEASE);
+		entry_store(s, i + k, owner, PG_MAKE(PG_PENDING, v), __ATOMIC_RELEASE);
 	}
 }
 
@@ -227,8 +236,7 @@ void owner_set_free(uintptr_t addr, size_t npages, uint32_t serial)
 		/* a retired slab's page keeps what it was (double free reports) */
 		uint32_t was = s->page[i + m];
 		uint32_t info = PG_TYPE(was) == PG_PENDING ? PG_VAL(was) & PG_INFO_MASK : 0;
-		__atomic_store_n(&s->aux[i + m], serial, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page[i + m], PG_MAKE(PG_FREE, info), __ATOMIC_RELEASE);
+		entry_store(s, i + m, serial, PG_MAKE(PG_FREE, info), __ATOMIC_RELEASE);
 	}
 }
 
@@ -313,7 +321,7 @@ void owner_census(struct segment *s, uint16_t id, size_t *mine, size_t *foreign,
 
 static void describe_huge(uintptr_t a, struct segment *s, uint8_t kind, struct owner_desc *d)
 {
-	struct segment *head = kind == SEG_HUGE ? s : s - s->nsegs;
+	struct segment *head = huge_head(s, kind);
 	uintptr_t base = seg_addr(head);
 	if (!head->releasing && a < base + ((uintptr_t)head->huge_pages << PAGE_SHIFT)) {
 		d->state = OS_OWNED;

@@ -470,14 +470,19 @@ void segs_release(size_t *idx, size_t n)
 	}
 }
 
+/* A full queue is released with heap_lock dropped (syscalls after the lock). */
+static void segs_drain(size_t *rel, size_t *nrel)
+{
+	pthread_mutex_unlock(&heap_lock);
+	segs_release(rel, *nrel);
+	*nrel = 0;
+	pthread_mutex_lock(&heap_lock);
+}
+
 void segs_queue(size_t *rel, size_t *nrel, size_t i)
 {
-	if (*nrel == SEGS_QUEUE_MAX) {
-		pthread_mutex_unlock(&heap_lock);
-		segs_release(rel, *nrel);
-		*nrel = 0;
-		pthread_mutex_lock(&heap_lock);
-	}
+	if (*nrel == SEGS_QUEUE_MAX)
+		segs_drain(rel, nrel);
 	rel[(*nrel)++] = i;
 }
 

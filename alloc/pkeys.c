@@ -214,16 +214,22 @@ void pkeys_leave(struct xpfo_compartment *c)
 	pthread_mutex_unlock(&pk_lock);
 }
 
-void pkeys_comp_destroyed(struct xpfo_compartment *c)
+/* c gives its key back (pk_lock held). */
+static void key_drop(struct xpfo_compartment *c)
 {
-	if (!pkeys_on)
-		return;
-	pthread_mutex_lock(&pk_lock);
 	if (c->key > 0) {
 		key_owner[c->key] = NULL;
 		stat_sub(keys_in_use, 1);
 	}
 	c->key = -1;
+}
+
+void pkeys_comp_destroyed(struct xpfo_compartment *c)
+{
+	if (!pkeys_on)
+		return;
+	pthread_mutex_lock(&pk_lock);
+	key_drop(c);
 	pthread_mutex_unlock(&pk_lock);
 }
 

@@ -151,14 +151,20 @@ bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t 
 #define GRANT_MIN 16
 #define GRANT_MAX 256
 
-size_t revoke_grant_span(struct tstate *t, size_t npages)
+/* The thread's grant span, doubled for the next grant up to GRANT_MAX. */
+static size_t grant_span_next(struct gather *g)
 {
-	struct gather *g = &t->g;
-	if (opt.revoke == REVOKE_EAGER || npages >= GRANT_MAX)
-		return npages;
 	size_t span = g->span ? g->span : GRANT_MIN;
 	if (span < GRANT_MAX)
 		g->span = (uint32_t)span * 2;
+	return span;
+}
+
+size_t revoke_grant_span(struct tstate *t, size_t npages)
+{
+	if (opt.revoke == REVOKE_EAGER || npages >= GRANT_MAX)
+		return npages;
+	size_t span = grant_span_next(&t->g);
 	return span < npages ? npages : span / npages * npages;
 }
 
@@ -556,17 +562,23 @@ static void gather_untake(bool careful)
 	vma_check(false);
 }
 
+/* Does range r go back to the pages (not dropped, nor kept in the
+ * thread's run quarantine)? */
+static bool release_keeps(struct tstate *t, struct range *r)
+{
+	if (r->flags & RF_GUARDED) /* its guard leaves with it */
+		stat_sub(live_guards, 1);
+	return r->npages &&
+	       !(opt.quarantine_large && !(r->flags & RF_SPARE) && quarantine_run(t, r));
+}
+
 /* Step two: hand the pages back (or to the thread's run quarantine). */
 static void gather_release(struct tstate *t, struct range *r, unsigned n)
 {
 	unsigned m = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (r[i].flags & RF_GUARDED) /* its guard leaves with it */
-			stat_sub(live_guards, 1);
-		if (r[i].npages && !(opt.quarantine_large && !(r[i].flags & RF_SPARE) &&
-				     quarantine_run(t, &r[i])))
+	for (unsigned i = 0; i < n; i++)
+		if (release_keeps(t, &r[i]))
 			r[m++] = r[i];
-	}
 	pages_release(r, m);
 }
 

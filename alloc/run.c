@@ -19,10 +19,15 @@
  * /proc/self/maps on the allocation path. */
 #define MAX_LIVE_GUARDS 512
 
+static bool guards_at_limit(void)
+{
+	return __atomic_load_n(&g_stats.live_guards, __ATOMIC_RELAXED) >= MAX_LIVE_GUARDS ||
+	       __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED);
+}
+
 bool guard_allowed(void)
 {
-	if (__atomic_load_n(&g_stats.live_guards, __ATOMIC_RELAXED) >= MAX_LIVE_GUARDS ||
-	    __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED)) {
+	if (guards_at_limit()) {
 		stat_inc(guards_skipped);
 		return false;
 	}
@@ -115,10 +120,8 @@ static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t n
 void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 {
 	struct xpfo_compartment *c = t->heap->comp;
-	if (size > heap_end - heap_base) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (size > heap_end - heap_base)
+		return fail_null(ENOMEM);
 	size_t np = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
 	bool guard = opt.guard_large && guard_allowed();
 	bool clean;
@@ -131,10 +134,8 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 		if (a)
 			owner_set_large(a, np, c->id);
 	}
-	if (!a) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!a)
+		return fail_null(ENOMEM);
 	if (zero && !clean)
 		memset((void *)a, 0, np << PAGE_SHIFT);
 	t->st.allocs[LARGE_CLASS]++;

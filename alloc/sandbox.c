@@ -70,13 +70,19 @@ static bool gate_allows(uint64_t allowed)
 
 /* A matching entry of another thread id is a dead locked thread whose TLS
  * went to a new (unfiltered) thread: dropped. */
+/* The gate's page: writable for an update, read-only again after it. */
+static int gate_protect(enum os_prot prot)
+{
+	return os_protect(&sandbox_gate, sizeof sandbox_gate, prot);
+}
+
 static void gate_drop(unsigned i)
 {
-	if (os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW))
+	if (gate_protect(OS_RW))
 		xpfo_fatal("sandbox: cannot update the gate's table");
 	sandbox_gate.g.e[i] = sandbox_gate.g.e[--sandbox_gate.g.n];
 	/* a table left writable could be rewritten by a locked thread */
-	if (os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ))
+	if (gate_protect(OS_READ))
 		xpfo_fatal("sandbox: cannot make the gate's table read-only again");
 }
 
@@ -110,11 +116,11 @@ static int gate_plain_rekey(void)
 	if (moved)
 		return 0;
 	if (sandbox_gate.g.plain_key != key_root) {
-		int e = os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW);
+		int e = gate_protect(OS_RW);
 		if (e)
 			return e;
 		__atomic_store_n(&sandbox_gate.g.plain_key, key_root, __ATOMIC_RELEASE);
-		e = os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+		e = gate_protect(OS_READ);
 		if (e)
 			return e;
 	}
@@ -136,13 +142,13 @@ static int gate_add(struct xpfo_compartment *c)
 		allowed |= (uint64_t)1 << c->key;
 	if (seal_meta)
 		allowed |= (uint64_t)1 << key_alloc;
-	int e = os_protect(&sandbox_gate, sizeof sandbox_gate, OS_RW);
+	int e = gate_protect(OS_RW);
 	if (e)
 		return e;
 	sandbox_gate.g.e[sandbox_gate.g.n] = (struct sandbox_gate_entry){
 		(uintptr_t)&tl_sandbox_locked, os_gettid(), allowed, c->id };
 	__atomic_store_n(&sandbox_gate.g.n, sandbox_gate.g.n + 1, __ATOMIC_RELEASE);
-	return os_protect(&sandbox_gate, sizeof sandbox_gate, OS_READ);
+	return gate_protect(OS_READ);
 }
 
 /* A live thread of this process is locked into c (build_lock).  Each lock
@@ -400,12 +406,17 @@ static int lock_precheck(struct tstate *t, xpfo_compartment_t *c, unsigned flags
 }
 
 /* Undo an enter when the lock could not be made. */
-static int lock_undo(xpfo_compartment_t *prev, pid_t ex, int e)
+static void executor_kill(pid_t ex)
 {
 	if (ex > 0) {
 		kill(ex, SIGKILL);
 		waitpid(ex, NULL, 0);
 	}
+}
+
+static int lock_undo(xpfo_compartment_t *prev, pid_t ex, int e)
+{
+	executor_kill(ex);
 	tl_state->root_denied = 0; /* comp_leave rewrites the rights */
 	comp_leave(tl_state, prev);
 	return e;

@@ -24,16 +24,21 @@ static uint64_t *special_map;    /* one bit per segment (meta_alloc) */
 static pthread_mutex_t special_lock = PTHREAD_MUTEX_INITIALIZER;
 static int secret_used;          /* a secret file was ever mapped */
 
-int secret_create_check(void)
+static void secret_warn_once(int e)
 {
-	int e = os_secret_probe();
-	if (!e)
-		return 0;
 	static int warned;
 	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		xpfo_warn("secret compartments need memfd_secret, which failed (errno %d)%s", (long)e,
 			  e == ENOSYS ? ": the kernel lacks it or was booted without secretmem.enable=1"
 				      : "");
+}
+
+int secret_create_check(void)
+{
+	int e = os_secret_probe();
+	if (!e)
+		return 0;
+	secret_warn_once(e);
 	return e == ENOSYS || e == EPERM ? ENOSYS : e;
 }
 

@@ -20,11 +20,18 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_current(void)
 XPFO_EXPORT const char *xpfo_compartment_name(const xpfo_compartment_t *c)
 {
 	XPFO_ENTRY;
-	if (!c) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!c)
+		return fail_null(EINVAL);
 	return c == &comp_root ? "root" : c->pub_name;
+}
+
+/* Whose page a (in the heap) is: a page-level question, any byte of a live
+ * block answers, as the fault reporter's does. */
+static xpfo_compartment_t *page_owner(uintptr_t a)
+{
+	struct owner_desc d;
+	owner_describe(a, 0, &d);
+	return d.state == OS_OWNED ? comp_table[d.owner] : NULL;
 }
 
 XPFO_EXPORT xpfo_compartment_t *xpfo_owner(const void *p)
@@ -32,13 +39,7 @@ XPFO_EXPORT xpfo_compartment_t *xpfo_owner(const void *p)
 	XPFO_ENTRY;
 	tstate_get();
 	uintptr_t a = (uintptr_t)p;
-	if (!in_heap(a))
-		return NULL;
-	/* whose page it is (a page-level question: any byte of a live block
-	 * answers, as the fault reporter's does) */
-	struct owner_desc d;
-	owner_describe(a, 0, &d);
-	return d.state == OS_OWNED ? comp_table[d.owner] : NULL;
+	return in_heap(a) ? page_owner(a) : NULL;
 }
 
 XPFO_EXPORT int xpfo_flush(void)
@@ -46,11 +47,7 @@ XPFO_EXPORT int xpfo_flush(void)
 	XPFO_ENTRY;
 	int e = revoke_flush(tstate_get(), FR_EXPLICIT);
 	heap_walk_check();
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return e ? fail_int(e) : 0;
 }
 
 XPFO_EXPORT const char *xpfo_backend(void)

@@ -20,14 +20,21 @@ XPFO_EXPORT int xpfo_compartment_destroy(xpfo_compartment_t *c)
 	return comp_destroy(c);
 }
 
+/* alloc/sandbox.c: a locked thread stays where it is (EPERM). */
+static bool sandbox_refuses(void)
+{
+	if (!tl_sandbox_locked)
+		return false;
+	errno = EPERM;
+	return true;
+}
+
 XPFO_EXPORT xpfo_compartment_t *xpfo_enter(xpfo_compartment_t *c)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
-	if (tl_sandbox_locked) { /* alloc/sandbox.c: a locked thread stays where it is */
-		errno = EPERM;
+	if (sandbox_refuses())
 		return NULL;
-	}
 	return comp_enter(t, c);
 }
 
@@ -35,11 +42,8 @@ XPFO_EXPORT void xpfo_leave(xpfo_compartment_t *previous)
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
-	if (tl_sandbox_locked) { /* alloc/sandbox.c */
-		errno = EPERM;
-		return;
-	}
-	comp_leave(t, previous);
+	if (!sandbox_refuses())
+		comp_leave(t, previous);
 }
 
 XPFO_EXPORT void *xpfo_malloc_in(xpfo_compartment_t *c, size_t size)
@@ -71,11 +75,7 @@ XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
 {
 	XPFO_ENTRY;
 	int e = sandbox_lock(tstate_get(), c, flags);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return e ? fail_int(e) : 0;
 }
 
 XPFO_EXPORT int xpfo_share_fd(void *p, unsigned flags)
@@ -89,13 +89,21 @@ XPFO_EXPORT int xpfo_share_fd(void *p, unsigned flags)
  * thread's compartment's.  (With sealed metadata on pkeys such a write
  * needs a bug inside xpfo's entry points: the seam opens the key.) */
 XPFO_EXPORT void xpfo__test_forge_owner(void *p);
+
+/* The pages of the live page run that starts at a, or 0. */
+static size_t run_pages_at(uintptr_t a)
+{
+	struct blk b;
+	if (!in_heap(a) || owner_lookup(a, &b) != BLK_OK || b.kind != BK_LARGE)
+		return 0;
+	return b.usable >> PAGE_SHIFT;
+}
+
 XPFO_EXPORT void xpfo__test_forge_owner(void *p)
 {
 	XPFO_ENTRY;
 	uint16_t id = tstate_get()->heap->comp->id;
-	uintptr_t a = (uintptr_t)p;
-	struct blk b;
-	if (!in_heap(a) || owner_lookup(a, &b) != BLK_OK || b.kind != BK_LARGE)
-		return;
-	owner_set_owner(a, b.usable >> PAGE_SHIFT, id);
+	size_t npages = run_pages_at((uintptr_t)p);
+	if (npages)
+		owner_set_owner((uintptr_t)p, npages, id);
 }

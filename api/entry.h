@@ -36,19 +36,15 @@ static inline void *entry_realloc(void *p, size_t size)
 static inline void *entry_aligned(size_t align, size_t size)
 {
 	struct tstate *t = tstate_get();
-	if (align > (heap_end - heap_base) / 2) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (align > (heap_end - heap_base) / 2)
+		return fail_null(ENOMEM);
 	return heap_aligned(t, align, size);
 }
 
 static inline void *entry_aligned_alloc(size_t align, size_t size)
 {
-	if (!entry_pow2(align)) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!entry_pow2(align))
+		return fail_null(EINVAL);
 	return entry_aligned(align, size);
 }
 

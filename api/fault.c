@@ -130,15 +130,22 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		to_default(sig); /* the access runs again and the default action ends it */
 }
 
+/* The action for SIGSEGV and SIGBUS: on_fault with its siginfo, on the
+ * alternate stack, the signal not blocked while it runs (SA_NODEFER). */
+static void fault_action(struct sigaction *sa)
+{
+	memset(sa, 0, sizeof *sa);
+	sa->sa_sigaction = on_fault;
+	sa->sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+	sigemptyset(&sa->sa_mask);
+}
+
 void fault_install(void)
 {
 	if (!opt.report && !uffd_may_arm()) /* release=auto arms later: filled pages need it */
 		return;
 	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_fault;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
+	fault_action(&sa);
 	os_sigaction(SIGSEGV, &sa, &old_segv);
 	os_sigaction(SIGBUS, &sa, &old_bus);
 }

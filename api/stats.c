@@ -100,10 +100,8 @@ void stats_fill(struct xpfo_stats *s)
 XPFO_EXPORT int xpfo_stats_get(struct xpfo_stats *out, size_t size)
 {
 	XPFO_ENTRY;
-	if (!out || size < sizeof out->size) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!out || size < sizeof out->size)
+		return fail_int(EINVAL);
 	tstate_get();
 	struct xpfo_stats s;
 	stats_fill(&s);
@@ -258,24 +256,31 @@ static void jout_put(struct jout *j, const char *fmt, ...)
 	j->at += n;
 }
 
+static void jout_char(struct jout *j, unsigned char c)
+{
+	if (c == '"' || c == '\\')
+		jout_put(j, "\\%s", c == '"' ? "\"" : "\\");
+	else if (c < 0x20)
+		jout_put(j, "\\u00%s%x", c < 0x10 ? "0" : "", (unsigned long)c);
+	else
+		jout_put(j, "%s", (char[2]){ (char)c, 0 });
+}
+
+static void jout_quoted(struct jout *j, const char *s)
+{
+	jout_put(j, "\"");
+	for (; *s; s++)
+		jout_char(j, (unsigned char)*s);
+	jout_put(j, "\"");
+}
+
 /* A JSON string, or null; quotes, backslashes and control bytes escaped. */
 static void jout_str(struct jout *j, const char *s)
 {
-	if (!s) {
+	if (s)
+		jout_quoted(j, s);
+	else
 		jout_put(j, "null");
-		return;
-	}
-	jout_put(j, "\"");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			jout_put(j, "\\%s", c == '"' ? "\"" : "\\");
-		else if (c < 0x20)
-			jout_put(j, "\\u00%s%x", c < 0x10 ? "0" : "", (unsigned long)c);
-		else
-			jout_put(j, "%s", (char[2]){ (char)c, 0 });
-	}
-	jout_put(j, "\"");
 }
 
 static void jout_array(struct jout *j, const char *name, const uint64_t *v)

@@ -8,6 +8,7 @@
 #ifndef XPFO_FATAL_H
 #define XPFO_FATAL_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -23,5 +24,19 @@ void xpfo_verbose(const char *fmt, ...);
 /* Format into buf (always NUL-terminated); returns the length. */
 size_t fmt_buf(char *buf, size_t n, const char *fmt, va_list ap);
 size_t fmt_str(char *buf, size_t n, const char *fmt, ...);
+
+/* API misuse and refusals: set errno to e, then the failure value of a
+ * call returning a pointer (NULL) or an int (-1). */
+static inline void *fail_null(int e)
+{
+	errno = e;
+	return NULL;
+}
+
+static inline int fail_int(int e)
+{
+	errno = e;
+	return -1;
+}
 
 #endif

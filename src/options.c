@@ -221,18 +221,22 @@ static void apply(struct options *o, const char *key, size_t klen, const char *v
 
 extern char **environ;
 
+/* the profile whose name v starts with (up to a comma) */
+static void profile_named(struct options *o, const char *v)
+{
+	for (unsigned j = 0; profile_names[j]; j++) {
+		size_t n = strlen(profile_names[j]);
+		if (!strncmp(v, profile_names[j], n) && (v[n] == ',' || !v[n]))
+			profile_apply(o, j);
+	}
+}
+
 /* the profile first, whatever its place, so single options override it */
 static void profile_find(struct options *o, const char *s)
 {
 	for (const char *p = s; *p; p++)
-		if ((p == s || p[-1] == ',') && !strncmp(p, "profile=", 8)) {
-			const char *v = p + 8;
-			for (unsigned j = 0; profile_names[j]; j++) {
-				size_t n = strlen(profile_names[j]);
-				if (!strncmp(v, profile_names[j], n) && (v[n] == ',' || !v[n]))
-					profile_apply(o, j);
-			}
-		}
+		if ((p == s || p[-1] == ',') && !strncmp(p, "profile=", 8))
+			profile_named(o, p + 8);
 }
 
 void options_parse(const char *s, struct options *out, options_warn_fn warn, int help_fd)

@@ -1,5 +1,6 @@
 /* os.c - Linux implementation of os.h.  The only file that includes
  * <sys/mman.h> or issues raw syscalls. */
+#include "fatal.h"
 #include "os.h"
 #include "pkeys.h"
 #include "stats.h"
@@ -31,10 +32,8 @@ void os_inject(enum os_op op, int err, unsigned skip, unsigned count)
 __attribute__((visibility("default"))) int xpfo__test_inject(int op, int err, unsigned skip,
 							     unsigned count)
 {
-	if (op < 0 || op >= OS_OP_COUNT) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (op < 0 || op >= OS_OP_COUNT)
+		return fail_int(EINVAL);
 	os_inject((enum os_op)op, err, skip, count);
 	return 0;
 }
@@ -55,6 +54,15 @@ static int injected(enum os_op op)
 int os_injected(enum os_op op)
 {
 	return injected(op);
+}
+
+/* What a call that failed (failed != 0) left in errno, or 0; errno back to
+ * saved, as os.h promises. */
+static int os_result(bool failed, int saved)
+{
+	int e = failed ? errno : 0;
+	errno = saved;
+	return e;
 }
 
 int os_reserve(size_t size, size_t align, void **out)
@@ -107,9 +115,7 @@ int os_unmap(void *addr, size_t size)
 {
 	int saved = errno;
 	stat_inc(munmap_syscalls);
-	int e = munmap(addr, size) ? errno : 0;
-	errno = saved;
-	return e;
+	return os_result(munmap(addr, size) != 0, saved);
 }
 
 static int prot_bits(enum os_prot prot)
@@ -123,9 +129,7 @@ int os_protect(void *addr, size_t size, enum os_prot prot)
 	if (e)
 		return e;
 	int saved = errno;
-	e = mprotect(addr, size, prot_bits(prot)) ? errno : 0;
-	errno = saved;
-	return e;
+	return os_result(mprotect(addr, size, prot_bits(prot)) != 0, saved);
 }
 
 int os_purge(void *addr, size_t size)
@@ -135,9 +139,7 @@ int os_purge(void *addr, size_t size)
 		return e;
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	e = madvise(addr, size, MADV_DONTNEED) ? errno : 0;
-	errno = saved;
-	return e;
+	return os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved);
 }
 
 int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
@@ -148,9 +150,8 @@ int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
 	if (e)
 		return e;
 	int saved = errno;
-	e = syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot), key) ? errno : 0;
-	errno = saved;
-	return e;
+	return os_result(syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot), key) != 0,
+			 saved);
 }
 
 int os_remap(void *addr, size_t size, enum os_prot prot)
@@ -603,17 +604,14 @@ long os_page_size(void)
 int os_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 {
 	int saved = errno;
-	int e = sigaction(sig, sa, old) ? errno : 0;
-	errno = saved;
-	return e;
+	return os_result(sigaction(sig, sa, old) != 0, saved);
 }
 
 int os_pkey_alloc(unsigned rights, int *key)
 {
 	int saved = errno;
 	int k = arch_pkey_sys_alloc(0, rights);
-	int e = k < 0 ? errno : 0;
-	errno = saved;
+	int e = os_result(k < 0, saved);
 	*key = k;
 	return e;
 }
