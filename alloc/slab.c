@@ -117,6 +117,27 @@ static inline void slab_unkeep(struct theap *h, struct slab *s)
 	}
 }
 
+/* The write-after-free check expects every free slot's user bytes to hold
+ * the fill: a new slab's pages are filled unless they are known to hold it.
+ * With a zero fill, zero pages do, and so do the pages of a retired slab of
+ * the same class that this thread took back whole from its gather
+ * (revoke_taken_class): with the check on, zero_on_free is (api/init.c),
+ * so every slot of every slab held zeros from the slab's start or since it
+ * was freed; the slab retired with all its slots free, and its pages never
+ * left their owner meanwhile (a purge on the way, the only other writer,
+ * leaves zeros too).  The same class lays out the same slots, so only the
+ * canary words differ, which the check skips and the slot's next malloc
+ * writes.  A stale write into such a slot since its free is caught at its
+ * reuse, where a fill would have erased it.  Junk (0xdf) always fills.  A
+ * closed compartment's new slab (xpfo_malloc_in from outside) is filled
+ * without opening it (found by the ops fuzz target, strict). */
+static bool slab_needs_fill(const struct tstate *t, uintptr_t a, unsigned cls, bool clean)
+{
+	if (free_fill())
+		return true;
+	return !clean && revoke_taken_class(t, a) != (int)cls;
+}
+
 static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 {
 	const struct size_class *k = &classes[cls];
@@ -142,10 +163,7 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	/* slots past the end count as used, so the search never finds them */
 	for (unsigned w = k->nslots / 64; w < SLAB_WORDS; w++)
 		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
-	/* the write-after-free check expects every free slot to hold the fill;
-	 * a closed compartment's new slab (xpfo_malloc_in from outside) is
-	 * filled without opening it (found by the ops fuzz target, strict) */
-	if (opt.waf_check && (!clean || free_fill())) {
+	if (opt.waf_check && slab_needs_fill(t, a, cls, clean)) {
 		struct touch x;
 		size_t len = (size_t)k->npages << PAGE_SHIFT;
 		touch_begin(&x, t, s->owner, (void *)a, len);
