@@ -138,6 +138,30 @@ static bool slab_needs_fill(const struct tstate *t, uintptr_t a, unsigned cls, b
 	return !clean && revoke_taken_class(t, a) != (int)cls;
 }
 
+/* The fill slab_needs_fill asks for.  A retired slab of another class
+ * taken back whole holds zeros for the same reasons, but in its slots'
+ * canary words and past its last slot (which overflows of its last slot
+ * may have reached): when the thread reaches the pages directly, only
+ * those are cleared, one store a slot instead of the whole run. */
+static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
+{
+	size_t len = npages << PAGE_SHIFT;
+	int old = free_fill() ? -1 : revoke_taken_class(t, s->base);
+	if (old >= 0 && touch_direct(t, s->owner)) {
+		const struct size_class *o = &classes[old];
+		char *b = (char *)s->base;
+		uint64_t zero = 0;
+		for (size_t i = 1; canary_bytes && i <= o->nslots; i++)
+			memcpy(b + i * o->size - sizeof zero, &zero, sizeof zero);
+		memset(b + (size_t)o->nslots * o->size, 0, len - (size_t)o->nslots * o->size);
+		return;
+	}
+	struct touch x;
+	touch_begin(&x, t, s->owner, (void *)s->base, len);
+	t_fill(&x, (void *)s->base, free_fill(), len);
+	touch_end(&x);
+}
+
 static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 {
 	const struct size_class *k = &classes[cls];
@@ -163,13 +187,8 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	/* slots past the end count as used, so the search never finds them */
 	for (unsigned w = k->nslots / 64; w < SLAB_WORDS; w++)
 		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
-	if (opt.waf_check && slab_needs_fill(t, a, cls, clean)) {
-		struct touch x;
-		size_t len = (size_t)k->npages << PAGE_SHIFT;
-		touch_begin(&x, t, s->owner, (void *)a, len);
-		t_fill(&x, (void *)a, free_fill(), len);
-		touch_end(&x);
-	}
+	if (opt.waf_check && slab_needs_fill(t, a, cls, clean))
+		slab_fill(t, s, k->npages);
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
 	owner_set_slab(a, k->npages, s->id, s->owner);
 	return s;
