@@ -183,6 +183,10 @@ struct gather {
 	uint32_t span;
 	uint32_t recent_next;
 	uint64_t free_serial;             /* frees queued, ever */
+	/* the last revoke_cancel took back the whole of a retired slab of
+	 * class taken_cls at `taken` (0: it did not), see revoke_taken_class */
+	uintptr_t taken;
+	int taken_cls;
 	struct revoked_span {
 		uintptr_t lo, hi;
 		uint64_t at;              /* free_serial when revoked */
@@ -328,9 +332,13 @@ bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t 
  * (a multiple of npages; npages when no span pays), and grow the span. */
 size_t revoke_grant_span(struct tstate *t, size_t npages);
 void gather_init(struct gather *g);
-/* Take back a queued run of the same owner (cancel its revocation). */
+/* Take back a queued run of the same owner (cancel its revocation); flags:
+ * RF_GUARDED, and RF_CLASS(cls) to prefer a retired slab of class cls. */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
 			enum range_kind k, unsigned flags);
+/* The size class of the retired slab whose whole run the thread's last
+ * revoke_cancel took back, if that returned a; else -1. */
+int revoke_taken_class(const struct tstate *t, uintptr_t a);
 /* Release what the thread's quarantine of freed runs holds. */
 void revoke_quarantine_drain(struct tstate *t);
 /* Apply every queued revocation; returns 0 or an errno of a failure. */

@@ -76,19 +76,33 @@ static inline bool touch_direct(const struct tstate *t, uint16_t owner)
 }
 
 /* The write-after-free check (harden.c's waf_scan) for a slot the thread
- * reaches directly, a word at a time (user is a multiple of 8): true when
- * it still holds its fill.  Inline: the default profile runs it on every
- * small malloc's fast path. */
+ * reaches directly, with junk off (the fill is zero, zero_on_free): true
+ * when the checked bytes are all zero.  16 bytes a step (one SSE2 load and
+ * OR on x86-64; the default's 64 unrolled), then 8; user is a multiple of 8.  Inline: the default
+ * profile runs it on every small malloc's fast path. */
+typedef uint64_t waf_vec __attribute__((vector_size(16)));
+
 static inline bool waf_clean_direct(const unsigned char *p, size_t user)
 {
-	uint64_t pat = 0x0101010101010101ull * (unsigned char)free_fill(), acc = 0, w;
-	size_t head = opt.waf_bytes && opt.waf_bytes < user - 8 ? opt.waf_bytes : user - 8;
-	for (size_t i = 0; i < head; i += 8) {
-		memcpy(&w, p + i, sizeof w);
-		acc |= w ^ pat;
+	size_t head = opt.waf_bytes && opt.waf_bytes < user - 8 ? opt.waf_bytes : user - 8, i = 0;
+	waf_vec acc = { 0, 0 }, v;
+	uint64_t w, rest;
+	if (likely(head == 64)) { /* the default's waf_bytes, slots past 72 bytes */
+		waf_vec h[4];
+		memcpy(h, p, sizeof h);
+		acc = h[0] | h[1] | h[2] | h[3];
+		i = 64;
 	}
-	memcpy(&w, p + user - 8, sizeof w);
-	return !(acc | (w ^ pat));
+	for (; i + 16 <= head; i += 16) {
+		memcpy(&v, p + i, sizeof v);
+		acc |= v;
+	}
+	memcpy(&rest, p + user - 8, sizeof rest);
+	for (; i < head; i += 8) {
+		memcpy(&w, p + i, sizeof w);
+		rest |= w;
+	}
+	return !(acc[0] | acc[1] | rest);
 }
 
 /* ---- alloc/heap.c -------------------------------------------------------- */

@@ -215,23 +215,48 @@ static void gather_shrink(struct gather *g, uint16_t i, size_t npages)
 	stat_add(pages_cancelled, npages);
 }
 
+/* Once a queued run fits, how many more entries of its bucket are looked
+ * at for one of the class asked for. */
+#define CLASS_LOOKAHEAD 8
+
+/* The queued run revoke_cancel takes: exact size first, and there a
+ * retired slab of the class asked for (RF_CLASS in flags) if one is near
+ * the bucket's head (a new slab of that class need not be filled, see
+ * slab.c's slab_needs_fill), else the newest that fits; then (page runs
+ * only) the smallest larger bucket. */
+static uint16_t gather_find(const struct gather *g, size_t npages, size_t align, uint16_t owner,
+			    enum range_kind k, unsigned flags)
+{
+	/* only slab_new's fill gains from it (slab_needs_fill) */
+	int want = opt.waf_check && !opt.junk ? RF_CLASS_OF(flags) : -1;
+	for (unsigned b = bucket(npages); b < GATHER_BUCKETS; b++) {
+		uint16_t found = GATHER_NIL;
+		unsigned more = CLASS_LOOKAHEAD;
+		for (uint16_t i = g->head[b]; i != GATHER_NIL; i = g->r[i].next) {
+			const struct range *r = &g->r[i];
+			if (found != GATHER_NIL && more-- == 0)
+				break;
+			if (!fits(r, npages, align, owner, k, flags) ||
+			    (r->npages != npages && k != RK_RUN))
+				continue;
+			if (want < 0 || RF_CLASS_OF(r->flags) == want)
+				return i;
+			if (found == GATHER_NIL)
+				found = i;
+		}
+		if (found != GATHER_NIL || k != RK_RUN || (flags & RF_GUARDED))
+			return found;
+	}
+	return GATHER_NIL;
+}
+
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
 			enum range_kind k, unsigned flags)
 {
 	struct gather *g = &t->g;
 	size_t align = align_pages << PAGE_SHIFT;
-	uint16_t found = GATHER_NIL;
-	/* exact size first, then (page runs only) the smallest larger bucket */
-	for (unsigned b = bucket(npages); b < GATHER_BUCKETS && found == GATHER_NIL; b++) {
-		for (uint16_t i = g->head[b]; i != GATHER_NIL; i = g->r[i].next)
-			if (fits(&g->r[i], npages, align, owner, k, flags) &&
-			    (g->r[i].npages == npages || k == RK_RUN)) {
-				found = i;
-				break;
-			}
-		if (k != RK_RUN || (flags & RF_GUARDED))
-			break;
-	}
+	g->taken = 0;
+	uint16_t found = gather_find(g, npages, align, owner, k, flags);
 	if (found == GATHER_NIL)
 		return 0;
 	struct range *r = &g->r[found];
@@ -257,8 +282,17 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	}
 	if (locked)
 		pthread_mutex_unlock(&c->lock);
+	if (r->npages == npages && RF_CLASS_OF(r->flags) >= 0) {
+		g->taken = a;
+		g->taken_cls = RF_CLASS_OF(r->flags);
+	}
 	gather_shrink(g, found, npages);
 	return a;
+}
+
+int revoke_taken_class(const struct tstate *t, uintptr_t a)
+{
+	return a && t->g.taken == a ? t->g.taken_cls : -1;
 }
 
 /* Shell sort by address: the gather is small and often nearly sorted. */

@@ -42,7 +42,9 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		  size_t align_pages, bool guard, unsigned tag, bool *clean)
 {
 	size_t total = npages + guard;
-	uintptr_t a = revoke_cancel(t, total, align_pages, c->id, RK_RUN, guard ? RF_GUARDED : 0);
+	/* a slab asks for a retired slab of its class first (slab_needs_fill) */
+	unsigned want = (guard ? RF_GUARDED : 0) | (tag < NCLASSES ? RF_CLASS(tag) : 0);
+	uintptr_t a = revoke_cancel(t, total, align_pages, c->id, RK_RUN, want);
 	if (a) {
 		*clean = false;
 		if (guard)

@@ -117,6 +117,51 @@ static inline void slab_unkeep(struct theap *h, struct slab *s)
 	}
 }
 
+/* The write-after-free check expects every free slot's user bytes to hold
+ * the fill: a new slab's pages are filled unless they are known to hold it.
+ * With a zero fill, zero pages do, and so do the pages of a retired slab of
+ * the same class that this thread took back whole from its gather
+ * (revoke_taken_class): with the check on, zero_on_free is (api/init.c),
+ * so every slot of every slab held zeros from the slab's start or since it
+ * was freed; the slab retired with all its slots free, and its pages never
+ * left their owner meanwhile (a purge on the way, the only other writer,
+ * leaves zeros too).  The same class lays out the same slots, so only the
+ * canary words differ, which the check skips and the slot's next malloc
+ * writes.  A stale write into such a slot since its free is caught at its
+ * reuse, where a fill would have erased it.  Junk (0xdf) always fills.  A
+ * closed compartment's new slab (xpfo_malloc_in from outside) is filled
+ * without opening it (found by the ops fuzz target, strict). */
+static bool slab_needs_fill(const struct tstate *t, uintptr_t a, unsigned cls, bool clean)
+{
+	if (free_fill())
+		return true;
+	return !clean && revoke_taken_class(t, a) != (int)cls;
+}
+
+/* The fill slab_needs_fill asks for.  A retired slab of another class
+ * taken back whole holds zeros for the same reasons, but in its slots'
+ * canary words and past its last slot (which overflows of its last slot
+ * may have reached): when the thread reaches the pages directly, only
+ * those are cleared, one store a slot instead of the whole run. */
+static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
+{
+	size_t len = npages << PAGE_SHIFT;
+	int old = free_fill() ? -1 : revoke_taken_class(t, s->base);
+	if (old >= 0 && touch_direct(t, s->owner)) {
+		const struct size_class *o = &classes[old];
+		char *b = (char *)s->base;
+		uint64_t zero = 0;
+		for (size_t i = 1; canary_bytes && i <= o->nslots; i++)
+			memcpy(b + i * o->size - sizeof zero, &zero, sizeof zero);
+		memset(b + (size_t)o->nslots * o->size, 0, len - (size_t)o->nslots * o->size);
+		return;
+	}
+	struct touch x;
+	touch_begin(&x, t, s->owner, (void *)s->base, len);
+	t_fill(&x, (void *)s->base, free_fill(), len);
+	touch_end(&x);
+}
+
 static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 {
 	const struct size_class *k = &classes[cls];
@@ -142,16 +187,8 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	/* slots past the end count as used, so the search never finds them */
 	for (unsigned w = k->nslots / 64; w < SLAB_WORDS; w++)
 		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
-	/* the write-after-free check expects every free slot to hold the fill;
-	 * a closed compartment's new slab (xpfo_malloc_in from outside) is
-	 * filled without opening it (found by the ops fuzz target, strict) */
-	if (opt.waf_check && (!clean || free_fill())) {
-		struct touch x;
-		size_t len = (size_t)k->npages << PAGE_SHIFT;
-		touch_begin(&x, t, s->owner, (void *)a, len);
-		t_fill(&x, (void *)a, free_fill(), len);
-		touch_end(&x);
-	}
+	if (opt.waf_check && slab_needs_fill(t, a, cls, clean))
+		slab_fill(t, s, k->npages);
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
 	owner_set_slab(a, k->npages, s->id, s->owner);
 	return s;
