@@ -170,6 +170,10 @@ enum range_kind { RK_RUN, RK_HUGE };
 struct gather {
 	unsigned n;                       /* slots used, removed ones included */
 	unsigned live;                    /* runs queued */
+	/* set while the owning thread changes the gather or its run
+	 * quarantine (gather_busy): a fork child finds another thread's
+	 * gather as that thread left it, maybe half changed */
+	unsigned busy;
 	uint64_t pages;                   /* pages queued */
 	/* frees (and their pages) queued since the last flush, those taken
 	 * back included: what the batch bounds */
@@ -328,6 +332,7 @@ bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t 
  * (a multiple of npages; npages when no span pays), and grow the span. */
 size_t revoke_grant_span(struct tstate *t, size_t npages);
 void gather_init(struct gather *g);
+void revoke_fork_orphan(struct tstate *t);
 /* Take back a queued run of the same owner (cancel its revocation). */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
 			enum range_kind k, unsigned flags);
