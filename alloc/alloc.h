@@ -170,6 +170,10 @@ enum range_kind { RK_RUN, RK_HUGE };
 struct gather {
 	unsigned n;                       /* slots used, removed ones included */
 	unsigned live;                    /* runs queued */
+	/* set while the owning thread changes the gather or its run
+	 * quarantine (gather_busy): a fork child finds another thread's
+	 * gather as that thread left it, maybe half changed */
+	unsigned busy;
 	uint64_t pages;                   /* pages queued */
 	/* frees (and their pages) queued since the last flush, those taken
 	 * back included: what the batch bounds */
@@ -332,6 +336,9 @@ bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t 
  * (a multiple of npages; npages when no span pays), and grow the span. */
 size_t revoke_grant_span(struct tstate *t, size_t npages);
 void gather_init(struct gather *g);
+/* In a fork child: drop (never apply) a gather its thread was changing at
+ * the fork. */
+void revoke_fork_orphan(struct tstate *t);
 /* Take back a queued run of the same owner (cancel its revocation); flags:
  * RF_GUARDED, and RF_CLASS(cls) to prefer a retired slab of class cls. */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,

@@ -44,6 +44,35 @@ void gather_init(struct gather *g)
 		g->head[b] = GATHER_NIL;
 }
 
+/* A fork child sees the other threads' memory as each left it at the fork:
+ * a prefix of its stores in program order (a thread stops at its first
+ * write to a page fork has made copy-on-write).  So a gather caught in the
+ * middle of a change may count an entry not yet written (a stale one,
+ * released before: released twice, free pages counted twice), or hold an
+ * entry half shrunk.  The owning thread marks such changes; the release
+ * orders the change before the mark's end. */
+static inline void gather_busy(struct gather *g, bool on)
+{
+	if (on) {
+		__atomic_store_n(&g->busy, 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&g->busy, 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* Fork child, for a thread that did not survive the fork: a gather it was
+ * changing is dropped, not applied.  Its runs stay queued (PG_PENDING) for
+ * good in the child: never reused, never released twice. */
+void revoke_fork_orphan(struct tstate *t)
+{
+	if (!__atomic_load_n(&t->g.busy, __ATOMIC_ACQUIRE))
+		return;
+	gather_init(&t->g);
+	t->q.nruns = 0;
+	t->g.busy = 0;
+}
+
 static inline unsigned bucket(size_t npages) { return npages < 32 ? (unsigned)npages : 32; }
 
 static void link(struct gather *g, uint16_t i)
@@ -81,6 +110,7 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	struct gather *g = &t->g;
 	if (g->n == GATHER_MAX)
 		revoke_flush(t, FR_FULL);
+	gather_busy(g, true);
 	if (!g->live)
 		g->destroy_serial = __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
 	uint16_t i = (uint16_t)g->n++;
@@ -105,6 +135,7 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	link(g, i);
 	g->live++;
 	g->pages += npages;
+	gather_busy(g, false);
 }
 
 /* Full: the batch bound is reached (every run, with revoke=eager). */
@@ -275,6 +306,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 			pthread_mutex_unlock(&c->lock);
 		return 0; /* could not reopen it */
 	}
+	gather_busy(g, true);
 	if (k == RK_RUN) {
 		owner_set_reclaimed(a, npages);
 	} else {
@@ -287,6 +319,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		g->taken_cls = RF_CLASS_OF(r->flags);
 	}
 	gather_shrink(g, found, npages);
+	gather_busy(g, false);
 	return a;
 }
 
@@ -452,9 +485,11 @@ static bool quarantine_run(struct tstate *t, struct range *r)
 void revoke_quarantine_drain(struct tstate *t)
 {
 	struct quarantine *q = &t->q;
+	gather_busy(&t->g, true);
 	if (q->nruns)
 		pages_release(q->runs, q->nruns);
 	q->nruns = 0;
+	gather_busy(&t->g, false);
 }
 
 /* Released spans shorter than this stay resident (revoked) for reuse while
@@ -688,6 +723,7 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 		return 0;
 	}
 	count_flush(why);
+	gather_busy(g, true); /* until the kept runs are back */
 	uint64_t pages = g->pages;
 	bool careful;
 	unsigned keep = gather_keep(g, why);
@@ -697,6 +733,7 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	note_revoked(g, g->r, n);
 	gather_release(t, g->r, n);
 	gather_restore(g, keep);
+	gather_busy(g, false);
 	return err;
 }
 

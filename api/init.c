@@ -262,7 +262,8 @@ static void fork_parent(void)
 
 /* In the child only the forking thread lives on: the other threads' gathers
  * are applied and their slabs abandoned, so nothing stays pinned to a thread
- * that no longer exists. */
+ * that no longer exists; a gather caught half changed is dropped instead
+ * (revoke_fork_orphan). */
 static void fork_child(void)
 {
 	XPFO_ENTRY;
@@ -285,6 +286,7 @@ static void fork_child(void)
 		/* run its exit work from this thread: its gather and slabs */
 		struct tstate *me = tl_state;
 		tl_state = t;
+		revoke_fork_orphan(t); /* a gather it was changing is dropped */
 		tstate_retire(t);
 		tl_state = me;
 		meta_free(t, sizeof *t);
