@@ -145,15 +145,19 @@ enum blk_status owner_lookup(uintptr_t a, struct blk *b)
 
 /* The one writer: page k of the run [addr, +npages) gets entry(k), its
  * aux word aux(k) (the owner, or a flush serial for free pages). */
-/* The aux word before the entry: a reader that acquires the entry sees it. */
-static inline void entry_store(struct segment *s, size_t i, uint32_t aux, uint32_t e, int order)
+/* The aux word before the entry: a reader that acquires the entry sees it.
+ * Always inlined, so that `order` is a constant at every store: an order the
+ * compiler cannot see is compiled as sequentially consistent (an xchg per
+ * page on x86, 84% of a 1 MiB malloc/free pair before this was forced). */
+static inline __attribute__((always_inline)) void entry_store(struct segment *s, size_t i, uint32_t aux, uint32_t e, int order)
 {
 	__atomic_store_n(&s->aux[i], aux, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->page[i], e, order);
 }
 
-static void set_run(uintptr_t addr, size_t npages, uint32_t head, uint32_t tail, bool count,
-		    uint32_t aux, int order)
+static inline __attribute__((always_inline)) void
+set_run(uintptr_t addr, size_t npages, uint32_t head, uint32_t tail, bool count, uint32_t aux,
+	int order)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = page_index(addr);
