@@ -18,21 +18,27 @@
 		a += b; d ^= a; d = ROTL(d, 8);          \
 		c += d; b ^= c; b = ROTL(b, 7);          \
 	} while (0)
+/* The 20 rounds (ten column-then-diagonal double rounds) over x[16]: scalar
+ * words for one block, or vectors of that word in four blocks. */
+#define CHACHA_ROUNDS(x)                                         \
+	do {                                                     \
+		for (int r_ = 0; r_ < 10; r_++) {                \
+			QR(x[0], x[4], x[8], x[12]);             \
+			QR(x[1], x[5], x[9], x[13]);             \
+			QR(x[2], x[6], x[10], x[14]);            \
+			QR(x[3], x[7], x[11], x[15]);            \
+			QR(x[0], x[5], x[10], x[15]);            \
+			QR(x[1], x[6], x[11], x[12]);            \
+			QR(x[2], x[7], x[8], x[13]);             \
+			QR(x[3], x[4], x[9], x[14]);             \
+		}                                                \
+	} while (0)
 
 static void chacha_block(const uint32_t in[16], uint32_t out[16])
 {
 	uint32_t x[16];
 	memcpy(x, in, sizeof x);
-	for (int i = 0; i < 10; i++) {
-		QR(x[0], x[4], x[8], x[12]);
-		QR(x[1], x[5], x[9], x[13]);
-		QR(x[2], x[6], x[10], x[14]);
-		QR(x[3], x[7], x[11], x[15]);
-		QR(x[0], x[5], x[10], x[15]);
-		QR(x[1], x[6], x[11], x[12]);
-		QR(x[2], x[7], x[8], x[13]);
-		QR(x[3], x[4], x[9], x[14]);
-	}
+	CHACHA_ROUNDS(x);
 	for (int i = 0; i < 16; i++)
 		out[i] = x[i] + in[i];
 }
@@ -64,16 +70,7 @@ static void chacha_block4(const uint32_t in[16], uint32_t out[64])
 		s[i] = (v4u){ in[i], in[i], in[i], in[i] };
 	s[12] += (v4u){ 0, 1, 2, 3 };
 	memcpy(x, s, sizeof x);
-	for (int i = 0; i < 10; i++) {
-		QR(x[0], x[4], x[8], x[12]);
-		QR(x[1], x[5], x[9], x[13]);
-		QR(x[2], x[6], x[10], x[14]);
-		QR(x[3], x[7], x[11], x[15]);
-		QR(x[0], x[5], x[10], x[15]);
-		QR(x[1], x[6], x[11], x[12]);
-		QR(x[2], x[7], x[8], x[13]);
-		QR(x[3], x[4], x[9], x[14]);
-	}
+	CHACHA_ROUNDS(x);
 	for (int i = 0; i < 16; i++)
 		x[i] += s[i];
 	for (int i = 0; i < 16; i += 4)
