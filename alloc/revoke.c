@@ -659,7 +659,10 @@ static void gather_release(struct tstate *t, struct range *r, unsigned n)
  * about 1.25 batches.  Any other flush applies everything. */
 static unsigned gather_keep(const struct gather *g, enum flush_reason why)
 {
-	if (why != FR_FULL || opt.revoke != REVOKE_BATCHED)
+	/* revoke=off keeps them too: it measures what revocation costs, so it
+	 * must release what batched releases (else a run freed and taken again
+	 * at once is purged every few frees and faulted in again) */
+	if (why != FR_FULL || opt.revoke == REVOKE_EAGER)
 		return 0;
 	unsigned keep = 0, window = opt.batch / 4;
 	uint64_t pages = 0;
