@@ -460,7 +460,7 @@ static int reuse_loop(size_t n, size_t size)
 	struct xpfo_stats a, b;
 	tu_stats(&a);
 	for (size_t i = 0; i < n; i++) {
-		char *p = calloc(1, size);
+		char *p = malloc(size);
 		if (!p)
 			return 5;
 		p[size / 2] = 1;
