@@ -453,7 +453,7 @@ static void run_loop(const char *opts, struct loop_result *r)
 	r->pages_cancelled = field(c.out, "pages_cancelled");
 }
 
-/* A block freed and allocated again, `n` times (calloc/free of 4 MiB in
+/* A block freed and allocated again, `n` times (like calloc/free of 4 MiB in
  * bench/micro: each free of 1,024 pages fills a quarter of batch_pages). */
 static int reuse_loop(size_t n, size_t size)
 {
@@ -500,7 +500,7 @@ static void test_reuse_off(void)
 	run_reuse("revoke=batched", &batched);
 	run_reuse("revoke=off", &off);
 	CHECK(off <= batched + 1024,
-	      "200 x calloc/free of 4 MiB: revoke=off purged %llu pages, batched %llu", off,
+	      "200 x malloc/free of 4 MiB: revoke=off purged %llu pages, batched %llu", off,
 	      batched);
 }
 
