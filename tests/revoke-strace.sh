@@ -51,4 +51,14 @@ done
 [ "$n_eager" -ge $((20 * n_default)) ] ||
 	fail "eager made $n_eager protection calls, default $n_default: less than 20x"
 say "protection syscalls (strace) for 10000 frees of 4096 B + xpfo_flush: default $n_default, eager $n_eager"
+
+# A full flush that keeps every run (a block freed and taken again at once:
+# 40,000 x 512 KiB flush every 31 frees) changes no VMA, so it does not
+# count the process's VMAs (open and read /proc/self/maps): 23 opens before.
+env -u XPFO_OPTIONS strace -f -qq -o "$tmp/trace.reuse" -e trace=open,openat \
+	"$prog" --reuse-loop 40000 524288 >"$tmp/out.reuse" 2>"$tmp/err.reuse" ||
+	{ cat "$tmp/err.reuse" >&2; hard_error "revoke --reuse-loop under strace failed"; }
+maps=$(grep -c '/proc/self/maps' "$tmp/trace.reuse")
+say "reuse loop (40000 x 512 KiB): /proc/self/maps opened $maps times"
+[ "$maps" -le 4 ] || fail "reuse loop: /proc/self/maps opened $maps times (flushes that kept every run counted VMAs)"
 finish

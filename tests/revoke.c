@@ -453,6 +453,57 @@ static void run_loop(const char *opts, struct loop_result *r)
 	r->pages_cancelled = field(c.out, "pages_cancelled");
 }
 
+/* A block freed and allocated again, `n` times (like calloc/free of 4 MiB in
+ * bench/micro: each free of 1,024 pages fills a quarter of batch_pages). */
+static int reuse_loop(size_t n, size_t size)
+{
+	struct xpfo_stats a, b;
+	tu_stats(&a);
+	for (size_t i = 0; i < n; i++) {
+		char *p = malloc(size);
+		if (!p)
+			return 5;
+		p[size / 2] = 1;
+		free(p);
+	}
+	tu_stats(&b);
+	printf("count=%zu size=%zu\n", n, size);
+	printf("purges=%llu\n", D(purges));
+	printf("pages_purged=%llu\n", D(pages_purged));
+	return 0;
+}
+
+static void run_reuse(const char *opts, unsigned long long *purged)
+{
+	char *argv[] = { "/proc/self/exe", "--reuse-loop", "200", "4194304", NULL };
+	char env[128];
+	const char *envset[] = { env, NULL };
+	struct tu_child c;
+
+	snprintf(env, sizeof env, "XPFO_OPTIONS=%s", opts);
+	if (tu_run_cmd(argv, envset, 120, &c) != 0)
+		tu_hard_error("cannot run myself");
+	if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0)
+		tu_hard_error("reuse loop (%s) failed: %s\n%s%s", opts, tu_status_str(c.status),
+			      c.out, c.err);
+	fprintf(stderr, "reuse loop, XPFO_OPTIONS=%s:\n%s", opts, c.out);
+	*purged = field(c.out, "pages_purged");
+}
+
+/* revoke=off measures what revocation costs: it keeps the runs a full
+ * gather keeps under revoke=batched, else a block freed and taken again
+ * at once is released every few frees and refaulted (calloc of 4 MiB was
+ * 15x slower than batched). */
+static void test_reuse_off(void)
+{
+	unsigned long long batched, off;
+	run_reuse("revoke=batched", &batched);
+	run_reuse("revoke=off", &off);
+	CHECK(off <= batched + 1024,
+	      "200 x malloc/free of 4 MiB: revoke=off purged %llu pages, batched %llu", off,
+	      batched);
+}
+
 static void test_counts(void)
 {
 	struct loop_result def, eager;
@@ -507,6 +558,11 @@ int main(int argc, char **argv)
 			tu_hard_error("usage: revoke --free-loop [N [SIZE]]");
 		return free_loop(n, size);
 	}
+	if (argc == 4 && strcmp(argv[1], "--reuse-loop") == 0) {
+		tu_prog = "revoke --reuse-loop";
+		tu_xpfo_init(1);
+		return reuse_loop(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
+	}
 	if (argc >= 5 && strcmp(argv[1], "--uaf") == 0) {
 		tu_prog = "revoke --uaf";
 		tu_xpfo_init(1);
@@ -532,6 +588,7 @@ int main(int argc, char **argv)
 	uaf_exec("revoke=batched", "65536", "0", "r", "flush", 1);
 	uaf_exec("revoke=off", "65536", "100", "r", "flush", 0);
 	test_counts();
+	test_reuse_off();
 	test_degraded_calloc();
 	test_batch_bound();
 	test_coalesce();
