@@ -103,6 +103,17 @@ static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t
 	return a;
 }
 
+/* A huge block now holds np pages: the gauges counted s->huge_pages for it
+ * (pages_release subtracts what it holds when it goes), so they move by the
+ * difference (a block resized in place, or taken back from the gather). */
+static void huge_recount(struct segment *s, size_t np)
+{
+	int64_t d = (int64_t)np - (int64_t)s->huge_pages;
+	stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, d);
+	stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, d);
+	s->huge_pages = (uint32_t)np;
+}
+
 /* Whole segments for np pages; with guard_large one more page, so the rest
  * of the last segment always leaves an inaccessible page behind it. */
 static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t np, size_t align,
@@ -110,10 +121,11 @@ static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t n
 {
 	uintptr_t a = revoke_cancel(t, np, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id, RK_HUGE, 0);
 	*clean = false;
-	if (!a)
-		a = huge_grant(t, c, np, align, guard, clean);
+	if (a)
+		huge_recount(seg_of(a), np);
+	else if ((a = huge_grant(t, c, np, align, guard, clean)))
+		seg_of(a)->huge_pages = (uint32_t)np; /* counted by huge_grant */
 	if (a) {
-		seg_of(a)->huge_pages = (uint32_t)np;
 		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
 	}
 	return a;
@@ -179,7 +191,7 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 			return false;
 		stat_inc(revoke_syscalls);
 	}
-	b->seg->huge_pages = (uint32_t)nnp;
+	huge_recount(b->seg, nnp);
 	stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
 	return true;
 }

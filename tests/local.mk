@@ -169,3 +169,19 @@ tests_unit_random_CFLAGS = $(tests_cflags)
 # reference to a higher layer, no circle across directories.
 TESTS += tests/metrics.sh
 EXTRA_DIST += tests/metrics.sh tools/metrics.py
+
+check_PROGRAMS += tests/genleak
+TESTS += tests/genleak
+tests_genleak_CFLAGS = $(tests_cflags)
+tests_genleak_SOURCES = tests/genleak.c $(tests_common)
+tests_genleak_CPPFLAGS = $(tests_linked_cppflags)
+tests_genleak_LDADD = $(tests_linked_ldadd)
+tests_genleak_LDFLAGS = $(tests_linked_ldflags)
+
+check_PROGRAMS += tests/hugegauge
+TESTS += tests/hugegauge
+tests_hugegauge_CFLAGS = $(tests_cflags)
+tests_hugegauge_SOURCES = tests/hugegauge.c $(tests_common)
+tests_hugegauge_CPPFLAGS = $(tests_linked_cppflags)
+tests_hugegauge_LDADD = $(tests_linked_ldadd)
+tests_hugegauge_LDFLAGS = $(tests_linked_ldflags)

@@ -56,7 +56,7 @@ static double seconds = 5;
 static unsigned long iterations;
 static int generations = 3;
 static uint64_t base_seed = 0x5eed;
-static int quiet;
+static int quiet, trace;
 static atomic_int failed;
 static atomic_ulong total_ops, total_bytes, total_reallocs, total_sent,
 	total_big;
@@ -336,10 +336,32 @@ static void *work(void *arg)
 	return NULL;
 }
 
+/* The process's resident KiB and mapping count, for the summary line:
+ * after everything is freed they should not depend on the generations. */
+static void rss_vmas(long *rss_kb, long *vmas)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	*rss_kb = *vmas = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld", rss_kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return;
+	*vmas = 0;
+	while (fgets(line, sizeof line, f))
+		if (strchr(line, '\n'))
+			(*vmas)++;
+	fclose(f);
+}
+
 static void usage(void)
 {
 	tu_hard_error("usage: stress [--threads N] [--seconds S] [--iterations I] "
-		      "[--generations G] [--seed X] [--quiet] [--require-xpfo]");
+		      "[--generations G] [--seed X] [--quiet] [--trace] [--require-xpfo]");
 }
 
 int main(int argc, char **argv)
@@ -352,6 +374,7 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 		char *end;
 		if (!strcmp(a, "--quiet")) { quiet = 1; continue; }
+		if (!strcmp(a, "--trace")) { trace = 1; continue; }
 		if (!strcmp(a, "--require-xpfo")) { require = 1; continue; }
 		if (i + 1 >= argc)
 			usage();
@@ -400,6 +423,11 @@ int main(int argc, char **argv)
 		}
 		for (int i = 0; i < nthreads; i++)
 			pthread_join(w[i].t, NULL);
+		if (trace) {
+			long rss, vmas;
+			rss_vmas(&rss, &vmas);
+			printf("generation %d: rss %ld KiB, %ld VMAs\n", g, rss, vmas);
+		}
 	}
 	for (int i = 0; i < nthreads; i++)
 		drain(i);
@@ -434,6 +462,12 @@ int main(int argc, char **argv)
 				(unsigned long long)(s1.flushes - s0.flushes),
 				(unsigned long long)s1.vmas,
 				(unsigned long long)(s1.peak_mapped_bytes >> 20));
+	}
+	if (!quiet) {
+		long rss, vmas;
+		rss_vmas(&rss, &vmas);
+		fprintf(stderr, "stress: at the end, everything freed: rss %ld KiB, "
+				"%ld VMAs\n", rss, vmas);
 	}
 	if (!quiet)
 		fprintf(stderr, "stress: %d threads x %d generations, %.1f s: %lu "
