@@ -271,7 +271,7 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 void pages_release(const struct range *r, unsigned n);
 /* Grow the live run at addr (npages) in place to new_npages if the pages
  * after it are free; returns true with them granted. */
-bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages);
+bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages, bool guard);
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */

@@ -537,12 +537,36 @@ void pages_release(const struct range *r, unsigned n)
  * run of any other owner is purged when it is freed, and a segment changes
  * hands only purged): a run of another owner growing over them needs fresh
  * frames. */
-bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
+/* The guard page of a run growing by `extra` moves to its new end: made
+ * inaccessible before the old one opens (the run never ends unguarded). */
+static int grow_move_guard(uintptr_t addr, size_t new_npages, uint16_t owner)
+{
+	uintptr_t ng = addr + (new_npages << PAGE_SHIFT);
+	int e = os_protect_key((void *)ng, PAGE_SIZE, OS_NONE, key_revoked());
+	if (e)
+		return e;
+	stat_inc(revoke_syscalls);
+	owner_set_guard(ng, owner);
+	return 0;
+}
+
+static void grow_keep_guard(uintptr_t old, uint16_t owner)
+{
+	int e = os_protect_key((void *)old, PAGE_SIZE, OS_NONE, key_revoked());
+	if (e)
+		policy_failed("guard page (realloc in place)", e, old, 1);
+	owner_set_guard(old, owner);
+}
+
+/* Grow the run at addr from npages to new_npages where it is, over the free
+ * pages after it.  A guarded run takes the pages after its guard page: the
+ * old guard becomes the run's, the last new page its guard. */
+bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages, bool guard)
 {
 	struct segment *s = seg_of(addr);
-	size_t i = (addr >> PAGE_SHIFT) & (SEG_PAGES - 1);
+	size_t i = ((addr >> PAGE_SHIFT) & (SEG_PAGES - 1)) + guard;
 	size_t extra = new_npages - npages;
-	uintptr_t more = addr + (npages << PAGE_SHIFT);
+	uintptr_t more = addr + ((npages + guard) << PAGE_SHIFT);
 	uint16_t owner = owner_of_page(s, addr);
 	if (s->kind != SEG_PAGES_K || i + new_npages > SEG_PAGES)
 		return false;
@@ -562,7 +586,15 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages)
 		stat_add(pages_purged, extra);
 		r.purged = 1;
 	}
-	if (grant(comp_table[owner], more, extra << PAGE_SHIFT)) {
+	if (guard && grow_move_guard(addr, new_npages, owner)) {
+		pages_release(&r, 1);
+		return false;
+	}
+	if (grant(comp_table[owner], addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
+		/* the new guard stays inaccessible; the old one stays the guard
+		 * (closed again: a failed grant may have opened a prefix) */
+		if (guard)
+			grow_keep_guard(addr + (npages << PAGE_SHIFT), owner);
 		pages_release(&r, 1); /* could not open them: straight back */
 		return false;
 	}

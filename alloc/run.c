@@ -210,8 +210,7 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
 		run_shrink(t, a, b, np, nnp);
 		return true;
 	}
-	if (b->kind == BK_LARGE && !b->guarded && size <= LARGE_MAX &&
-	    pages_grow_in_place(a, np, nnp)) {
+	if (b->kind == BK_LARGE && size <= LARGE_MAX && pages_grow_in_place(a, np, nnp, b->guarded)) {
 		owner_set_large(a, nnp, b->owner);
 		stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
 		return true;

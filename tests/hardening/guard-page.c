@@ -59,6 +59,31 @@ static int c_run_shrunk(const char *a)
 	return 0;
 }
 
+/* realloc grows the run in place over the free pages after its guard: the
+ * old guard page becomes the run's (writable), the guard moves to the new
+ * end.  Exit 96 if the block moved: the in-place path was not taken. */
+static int c_run_grown(const char *a)
+{
+	(void)a;
+	char *p = malloc(65536);
+	if (!p)
+		return 97;
+	memset(p, 7, 65536);
+	size_t n = 65536 + 3 * h_page();
+	char *q = realloc(p, n);
+	if (!q)
+		return 97;
+	if (q != p)
+		return 96;
+	for (size_t i = 0; i < 65536; i++)
+		if (q[i] != 7)
+			return 95;
+	memset(q + 65536, 1, n - 65536); /* the old guard page included */
+	h_expect_violation("write", q + n, GUARD);
+	((volatile char *)q)[n] = 'A';
+	return 0;
+}
+
 /* A huge block (whole segments) of exactly 4 MiB: guard_large adds a page,
  * so the rest of its last segment stays inaccessible behind it. */
 static int c_huge(const char *a)
@@ -93,6 +118,7 @@ static const struct hcase cases[] = {
 	{ "run", c_run },
 	{ "run-odd-size", c_run_odd },
 	{ "run-shrunk", c_run_shrunk },
+	{ "run-grown", c_run_grown },
 	{ "huge", c_huge },
 	{ "slab-linear", c_slab },
 };
@@ -116,6 +142,12 @@ static const struct hrun runs[] = {
 	ON("run-shrunk", "profile=strict"),
 	OFF("run-shrunk", "profile=light"),
 	OFF("run-shrunk", "profile=default,guard_large=0"),
+	ON("run-grown", "profile=default"),
+	ON("run-grown", "profile=strict"),
+	{ "run-grown", "profile=default,revoke=off", HX_DETECT, SIGSEGV, NULL,
+	  "xpfo: warning: revoke=off: freed pages stay reachable; for measurement only",
+	  "guard on: the new guard is closed even where free pages are open" },
+	ON("run-grown", "profile=default,release=uffd"),
 	ON("huge", "profile=default"),
 	ON("huge", "profile=strict"),
 	OFF("huge", "profile=light"),
