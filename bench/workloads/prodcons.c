@@ -10,7 +10,9 @@
  *	-n small objects per producer   -r small objects per medium churn
  *	-a/-b small object sizes        medium blocks: 1-64 KiB, 32 per thread
  */
+#include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -18,6 +20,9 @@
 
 #define RING 4096        /* objects in flight per pair (power of two) */
 #define PUBLISH 64       /* objects per publication of the ring's tail */
+#define YIELDS 16        /* before a waiting thread sleeps */
+
+enum { PRODUCER, CONSUMER };
 #define MEDIUM_SLOTS 32
 #define MEDIUM_MIN 1024
 #define MEDIUM_MAX 65536
@@ -29,12 +34,22 @@ struct pc_item {
 };
 
 /* single producer, single consumer: head is the consumer's, tail the
- * producer's; each published with release, read with acquire */
+ * producer's.  A thread that finds the ring full (producer) or empty
+ * (consumer) yields a few times, then sleeps on cond with its flag in
+ * `waiting` set; the other wakes it after it moves its index.  (Yielding
+ * alone made one run in three several times slower on a loaded machine,
+ * under every allocator: the waiting thread kept the CPU from the one it
+ * waited for.)  head, tail and waiting are seq_cst: a thread that sets its
+ * flag and then reads the other's index, and a thread that moves its index
+ * and then reads the flag, cannot both miss the other's store. */
 struct pc_ring {
 	_Atomic unsigned long head;
 	char pad1[64];
 	_Atomic unsigned long tail;
 	char pad2[64];
+	_Atomic int waiting[2]; /* PRODUCER, CONSUMER: asleep on cond */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
 	struct pc_item item[RING];
 };
 
@@ -79,30 +94,58 @@ static void medium_free_all(struct pc_medium *m)
 		}
 }
 
+static bool ring_full(struct pc_ring *r, unsigned long tail)
+{
+	return tail - atomic_load(&r->head) >= RING;
+}
+
+static bool ring_empty(struct pc_ring *r, unsigned long head)
+{
+	return atomic_load(&r->tail) == head;
+}
+
+static void ring_block(struct pc_ring *r, int side,
+		       bool (*blocked)(struct pc_ring *, unsigned long), unsigned long at)
+{
+	for (int i = 0; i < YIELDS; i++) {
+		if (!blocked(r, at))
+			return;
+		sched_yield();
+	}
+	pthread_mutex_lock(&r->lock);
+	atomic_store(&r->waiting[side], 1);
+	while (blocked(r, at))
+		pthread_cond_wait(&r->cond, &r->lock);
+	atomic_store(&r->waiting[side], 0);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* After head or tail moved: wake the other side's thread if it sleeps. */
+static void ring_wake(struct pc_ring *r, int side)
+{
+	if (!atomic_load(&r->waiting[side]))
+		return;
+	pthread_mutex_lock(&r->lock);
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
 /* The producer publishes its tail every PUBLISH objects (and before it
  * waits), the consumer its head once per batch it took: the ring's cache
  * lines change hands per batch, not per object, so the allocator's remote
  * free path is what the time measures. */
 static void ring_put(struct pc_ring *r, unsigned long *tail, const struct pc_item *it)
 {
-	if (*tail - atomic_load_explicit(&r->head, memory_order_acquire) >= RING) {
-		atomic_store_explicit(&r->tail, *tail, memory_order_release);
-		while (*tail - atomic_load_explicit(&r->head, memory_order_acquire) >= RING)
-			sched_yield(); /* full: two CPUs are shared, do not spin */
+	if (ring_full(r, *tail)) {
+		atomic_store(&r->tail, *tail);
+		ring_wake(r, CONSUMER);
+		ring_block(r, PRODUCER, ring_full, *tail);
 	}
 	r->item[*tail % RING] = *it;
-	if (++*tail % PUBLISH == 0 || !it->p)
-		atomic_store_explicit(&r->tail, *tail, memory_order_release);
-}
-
-/* Objects published and not yet taken, after waiting for some. */
-static unsigned long ring_wait(struct pc_ring *r, unsigned long head)
-{
-	unsigned long tail;
-
-	while ((tail = atomic_load_explicit(&r->tail, memory_order_acquire)) == head)
-		sched_yield();
-	return tail;
+	if (++*tail % PUBLISH == 0 || !it->p) {
+		atomic_store(&r->tail, *tail);
+		ring_wake(r, CONSUMER);
+	}
 }
 
 static void produce(struct pc_thread *t)
@@ -130,7 +173,8 @@ static void consume(struct pc_thread *t)
 	unsigned long head = 0, tail;
 
 	for (;;) {
-		tail = ring_wait(r, head);
+		ring_block(r, CONSUMER, ring_empty, head);
+		tail = atomic_load(&r->tail);
 		for (; head != tail; head++) {
 			struct pc_item *it = &r->item[head % RING];
 			if (!it->p)
@@ -140,7 +184,8 @@ static void consume(struct pc_thread *t)
 			if (++t->consumed % t->a->rounds == 0)
 				medium_churn(t);
 		}
-		atomic_store_explicit(&r->head, head, memory_order_release);
+		atomic_store(&r->head, head);
+		ring_wake(r, PRODUCER);
 	}
 }
 
@@ -170,6 +215,10 @@ static int prodcons_run(const struct xbw_args *a)
 	for (int i = 0; i < pairs; i++) {
 		atomic_init(&rings[i].head, 0);
 		atomic_init(&rings[i].tail, 0);
+		atomic_init(&rings[i].waiting[PRODUCER], 0);
+		atomic_init(&rings[i].waiting[CONSUMER], 0);
+		pthread_mutex_init(&rings[i].lock, NULL);
+		pthread_cond_init(&rings[i].cond, NULL);
 	}
 	for (int i = 0; i < n; i++)
 		t[i] = (struct pc_thread){.ring = &rings[i / 2], .a = a,
