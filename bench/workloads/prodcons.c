@@ -245,6 +245,6 @@ const struct xbw_workload xbw_prodcons = {
 		"are freed by the consumer (all remote); both threads churn "
 		"1-64 KiB blocks, one every -r objects",
 	.run = prodcons_run,
-	.defaults = {.threads = 2, .n = 1000000, .rounds = 8, .min = 8, .max = 256,
+	.defaults = {.threads = 2, .n = 1000000, .rounds = 16, .min = 8, .max = 256,
 		     .seed = 1},
 };
