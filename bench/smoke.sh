@@ -46,7 +46,8 @@ out = sys.argv[1]
 bad = []
 md = open(os.path.join(out, "latest.md")).read()
 data = json.load(open(os.path.join(out, "latest.json")))
-workloads = ["larson", "xmalloc", "scratch", "tree", "hash", "frag"]
+workloads = ["larson", "xmalloc", "scratch", "tree", "hash", "frag", "prodcons",
+             "threadchurn"]
 
 for section in ("## Machine", "## Summary", "## Time", "## Peak RSS",
                 "## Context switches"):

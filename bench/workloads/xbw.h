@@ -30,7 +30,7 @@ struct xbw_workload {
 };
 
 extern const struct xbw_workload xbw_larson, xbw_xmalloc, xbw_scratch,
-	xbw_tree, xbw_hash, xbw_frag;
+	xbw_tree, xbw_hash, xbw_frag, xbw_prodcons, xbw_threadchurn;
 
 /* splitmix64 */
 static inline uint64_t xbw_rand(uint64_t *s)

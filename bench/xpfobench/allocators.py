@@ -26,8 +26,8 @@ def find_libc():
     return None
 
 
-PROFILE_BENCHES = {"larson", "xmalloc", "scratch", "tree", "hash", "frag", "sqlite",
-                   "python", "redis", "git"}
+PROFILE_BENCHES = {"larson", "xmalloc", "scratch", "tree", "hash", "frag",
+                   "prodcons", "threadchurn", "sqlite", "python", "redis", "git"}
 
 
 def make_allocators(builddir):

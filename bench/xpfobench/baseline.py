@@ -4,13 +4,15 @@ import json
 import os
 
 from . import log
-from .summary import ratio
+from .summary import geomean, ratio
 
-def ratios_for_baseline(data):
+def ratios_for_baseline(data, benches=None):
     """xpfo/glibc ratios that bench-check guards: time and peak RSS of every
     workload and program, the single-threaded micro benchmarks (the
     multi-threaded ones hand off between spinning threads and move too much
-    on a shared machine), and the geometric means."""
+    on a shared machine), and the geometric means (of time and RSS over
+    `benches` only when given: a benchmark added to the suite since the
+    baseline must not move the geomean it is compared with)."""
     out = {}
     s = data["summary"]
     for kind in ("time", "rss", "micro"):
@@ -24,6 +26,9 @@ def ratios_for_baseline(data):
                         out["%s:%s:%s" % (kind, b, a)] = round(r, 4)
     for k, v in s["geomean"].items():
         kind, a, ref = k.split("/")
+        if benches is not None and kind in ("time", "rss"):
+            v = geomean([ratio(row.get(a), row.get(ref))
+                         for b, row in s[kind].items() if b in benches])
         if a.startswith("xpfo") and ref == "glibc" and v:
             out["geomean:%s:%s" % (kind, a)] = round(v, 4)
     return out
@@ -40,6 +45,20 @@ def write_baseline(data, path):
         f.write("\n")
 
 
+def baseline_benches(ratios):
+    """The workloads and programs a baseline has time or RSS ratios of."""
+    return {k.split(":")[1] for k in ratios if k.split(":")[0] in ("time", "rss")}
+
+
+def log_new(now, old_ratios):
+    """Ratios of this run the baseline lacks (benchmarks or allocators added
+    since) are listed, not compared: not an error."""
+    new = sorted(k for k in now if k not in old_ratios)
+    if new:
+        log("bench-check: %d ratios not in the baseline, not compared (refresh it "
+            "with `make bench-baseline`): %s" % (len(new), ", ".join(new)))
+
+
 def check_baseline(data, path, strict):
     try:
         with open(path) as f:
@@ -48,7 +67,9 @@ def check_baseline(data, path, strict):
         log("bench-check: cannot read baseline %s: %s" % (path, e))
         log("bench-check: create one with `make bench-baseline` and commit it")
         return 2
-    now = ratios_for_baseline(data)
+    old_ratios = base.get("ratios", {})
+    now = ratios_for_baseline(data, baseline_benches(old_ratios))
+    log_new(now, old_ratios)
     worse, compared = [], 0
     for k, old in sorted(base.get("ratios", {}).items()):
         new = now.get(k)

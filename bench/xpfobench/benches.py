@@ -26,6 +26,11 @@ SCALES = {
              "full": "-n 120000 -r 3 -t 2"},
     "frag": {"smoke": "-n 10000 -r 1", "quick": "-n 150000 -r 2",
              "full": "-n 300000 -r 4"},
+    # prodcons and threadchurn: xpfo-eager and xpfo-strict take 10-15x
+    # glibc's time on them (a protection change per 1-64 KiB block freed),
+    # so they stay near the other workloads' sizes
+    "prodcons": {"smoke": "-n 20000", "quick": "-n 750000", "full": "-n 2000000"},
+    "threadchurn": {"smoke": "-r 50", "quick": "-r 1000", "full": "-r 2000"},
     "sqlite": {"smoke": 2000, "quick": 30000, "full": 150000},
     "python": {"smoke": 2000, "quick": 15000, "full": 60000},
     "redis": {"smoke": 2000, "quick": 10000, "full": 50000},
@@ -237,6 +242,10 @@ def make_benches():
                  "map each (share nothing)"),
         Workload("frag", "fragmentation: mixed sizes and lifetimes; peak RSS "
                  "and RSS per live byte"),
+        Workload("prodcons", "producer/consumer: small objects freed by the "
+                 "other thread (through a ring), 1-64 KiB blocks churned on both"),
+        Workload("threadchurn", "many short-lived threads (2 at a time) "
+                 "allocating and exiting, half their objects freed by the next"),
         Sqlite("sqlite", "sqlite3 CLI: sorts, group-bys, a join and an index "
                "build over a generated database (in-memory temp store)"),
         Python("python", "python3 with PYTHONMALLOC=malloc: objects, dicts, "
