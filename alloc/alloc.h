@@ -376,13 +376,11 @@ void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
 unsigned heap_hard_flags(void);
 /* heap.c */
 void heap_walk_check(void);              /* debug: invariant walk */
-/* Requests of heap_run_min bytes or more are page runs.  Until the first
- * compartment is created nothing can be transferred, so it is the slab
- * classes' reach (SMALL_MAX + 1 - canary_bytes: a 4104-byte block takes a
- * 5 KiB slot, not two pages and a grant of its own); from then on RUN_MIN,
- * so that xpfo_transfer takes every block of a page or more in place. */
-extern size_t heap_run_min;
-void heap_run_min_init(void);     /* at start, once canary_bytes is known */
+/* Where page runs start (heap.c's run_min).  Until the first compartment
+ * is created nothing can be transferred, so it is the slab classes' reach
+ * (SMALL_MAX + 1 - canary_bytes: a 4104-byte block takes a 5 KiB slot, not
+ * two pages and a grant of its own); from then on RUN_MIN, so that
+ * xpfo_transfer takes every block of a page or more in place. */
 void heap_runs_from_page(void);   /* the first compartment was created */
 
 /* ---- alloc/compartment.c ------------------------------------------------ */

@@ -1,6 +1,6 @@
 /* heap.c - malloc, free and realloc: the entry points and their fast paths.
  *
- * Small sizes (< heap_run_min) come from slabs (slab.c): a page run cut into
+ * Small sizes (< run_min()) come from slabs (slab.c): a page run cut into
  * equal slots of one size class, with its metadata (struct slab: allocated
  * bits, remotely-freed bits) out of line.  Each slab is allocated from by
  * one thread heap (struct theap) at a time, so the malloc fast path here is
@@ -19,21 +19,20 @@
 /* The thread's state (made by api/init.c's tstate_slow on first use). */
 __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
 
-size_t heap_run_min = RUN_MIN;
-
-void heap_run_min_init(void)
-{
-	__atomic_store_n(&heap_run_min, SMALL_MAX + 1 - canary_bytes, __ATOMIC_RELAXED);
-}
+/* A flag, not a size: this page is not sealed, and no value written here
+ * can send a request past the slab classes (size_to_class). */
+static unsigned char runs_from_page;
 
 void heap_runs_from_page(void)
 {
-	__atomic_store_n(&heap_run_min, RUN_MIN, __ATOMIC_RELAXED);
+	__atomic_store_n(&runs_from_page, 1, __ATOMIC_RELAXED);
 }
 
+/* Requests of this many bytes or more are page runs (alloc.h). */
 static inline size_t run_min(void)
 {
-	return __atomic_load_n(&heap_run_min, __ATOMIC_RELAXED);
+	return __atomic_load_n(&runs_from_page, __ATOMIC_RELAXED) ? RUN_MIN
+								   : SMALL_MAX + 1 - canary_bytes;
 }
 
 static __attribute__((noinline)) void *small_alloc_full(struct tstate *t, unsigned cls)

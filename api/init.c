@@ -95,7 +95,6 @@ static void init_core(void)
 		opt.waf_check = 0;
 	}
 	canary_bytes = opt.canary ? 8 : 0;
-	heap_run_min_init();
 	sizeclass_init();
 	heap_reserve();
 	uffd_init();
