@@ -97,7 +97,8 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 
 void *heap_malloc(struct tstate *t, size_t size)
 {
-	if (likely(size < run_min()))
+	/* RUN_MIN first: the fast path compares with a constant */
+	if (likely(size < RUN_MIN) || size < run_min())
 		return small_alloc(t, size_to_class(size + canary_bytes));
 	return large_alloc(t, size, PAGE_SIZE, false);
 }
