@@ -231,7 +231,7 @@ void heap_check_sized(const void *p, size_t size, size_t align)
 	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
 	size_t got;
 	if (b.kind == BK_SMALL) {
-		/* made before or after heap_run_min moved: its class decides */
+		/* made before or after run_min() moved: its class decides */
 		unsigned c = size <= SMALL_MAX - canary_bytes ? size_to_class(size + canary_bytes)
 							      : NCLASSES;
 		if (align > 16)
