@@ -376,6 +376,12 @@ void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
 unsigned heap_hard_flags(void);
 /* heap.c */
 void heap_walk_check(void);              /* debug: invariant walk */
+/* Where page runs start (heap.c's run_min).  Until the first compartment
+ * is created nothing can be transferred, so it is the slab classes' reach
+ * (SMALL_MAX + 1 - canary_bytes: a 4104-byte block takes a 5 KiB slot, not
+ * two pages and a grant of its own); from then on RUN_MIN, so that
+ * xpfo_transfer takes every block of a page or more in place. */
+void heap_runs_from_page(void);   /* the first compartment was created */
 
 /* ---- alloc/compartment.c ------------------------------------------------ */
 struct xpfo_compartment *comp_check(const struct xpfo_compartment *c); /* NULL + errno */

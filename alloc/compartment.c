@@ -515,6 +515,7 @@ struct xpfo_compartment *comp_create(const char *name, unsigned flags)
 	__atomic_store_n(&c->live, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&comp_lock);
 	stat_inc(compartments);
+	heap_runs_from_page();
 	return c;
 }
 

@@ -1,6 +1,6 @@
 /* heap.c - malloc, free and realloc: the entry points and their fast paths.
  *
- * Small sizes (< RUN_MIN) come from slabs (slab.c): a page run cut into
+ * Small sizes (< run_min()) come from slabs (slab.c): a page run cut into
  * equal slots of one size class, with its metadata (struct slab: allocated
  * bits, remotely-freed bits) out of line.  Each slab is allocated from by
  * one thread heap (struct theap) at a time, so the malloc fast path here is
@@ -18,6 +18,22 @@
 
 /* The thread's state (made by api/init.c's tstate_slow on first use). */
 __thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
+
+/* A flag, not a size: this page is not sealed, and no value written here
+ * can send a request past the slab classes (size_to_class). */
+static unsigned char runs_from_page;
+
+void heap_runs_from_page(void)
+{
+	__atomic_store_n(&runs_from_page, 1, __ATOMIC_RELAXED);
+}
+
+/* Requests of this many bytes or more are page runs (alloc.h). */
+static inline size_t run_min(void)
+{
+	return __atomic_load_n(&runs_from_page, __ATOMIC_RELAXED) ? RUN_MIN
+								   : SMALL_MAX + 1 - canary_bytes;
+}
 
 static __attribute__((noinline)) void *small_alloc_full(struct tstate *t, unsigned cls)
 {
@@ -81,7 +97,8 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 
 void *heap_malloc(struct tstate *t, size_t size)
 {
-	if (likely(size < RUN_MIN))
+	/* RUN_MIN first: the fast path compares with a constant */
+	if (likely(size < RUN_MIN) || size < run_min())
 		return small_alloc(t, size_to_class(size + canary_bytes));
 	return large_alloc(t, size, PAGE_SIZE, false);
 }
@@ -91,7 +108,7 @@ void *heap_calloc(struct tstate *t, size_t n, size_t size)
 	size_t total;
 	if (unlikely(__builtin_mul_overflow(n, size, &total)))
 		return fail_null(ENOMEM);
-	if (total < RUN_MIN) {
+	if (total < run_min()) {
 		void *p = small_alloc(t, size_to_class(total + canary_bytes));
 		if (p)
 			memset(p, 0, total);
@@ -104,7 +121,9 @@ void *heap_aligned(struct tstate *t, size_t align, size_t size)
 {
 	if (align <= 16)
 		return heap_malloc(t, size);
-	if (size < RUN_MIN && align <= PAGE_SIZE) {
+	/* a page-aligned request of a page or more is a page run always
+	 * (xpfo_share_fd, a later xpfo_transfer) */
+	if (size < run_min() && align <= PAGE_SIZE && (align < PAGE_SIZE || size < RUN_MIN)) {
 		/* slab bases are page aligned: a class whose size is a multiple
 		 * of align has every slot aligned */
 		unsigned c = size_to_class(size + canary_bytes);
@@ -212,7 +231,9 @@ void heap_check_sized(const void *p, size_t size, size_t align)
 	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
 	size_t got;
 	if (b.kind == BK_SMALL) {
-		unsigned c = size < RUN_MIN ? size_to_class(size + canary_bytes) : NCLASSES;
+		/* made before or after run_min() moved: its class decides */
+		unsigned c = size <= SMALL_MAX - canary_bytes ? size_to_class(size + canary_bytes)
+							      : NCLASSES;
 		if (align > 16)
 			while (c < NCLASSES && classes[c].size % align)
 				c++;
@@ -252,7 +273,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 		canary_check_x(&x, b.s, p);
 		touch_end(&x);
 	}
-	bool small = size < RUN_MIN;
+	bool small = size < run_min();
 	if (b.owner == t->heap->comp->id &&
 	    (b.kind == BK_SMALL ? small && size_to_class(size + canary_bytes) == b.s->cls
 				: !small && realloc_in_place(t, a, &b, size))) {

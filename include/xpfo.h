@@ -76,7 +76,10 @@ XPFO_API void *xpfo_calloc_in(xpfo_compartment_t *c, size_t n, size_t size);
 XPFO_API void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t size);
 /* Give the whole-page allocation p to compartment `to`, in place.  Blocks of
  * 4096 bytes or more and blocks aligned to more than 4096 bytes are page
- * runs; smaller ones live in shared slabs.  Before it returns, the
+ * runs; smaller ones live in shared slabs.  Exception: root's blocks of up
+ * to 16 KiB made before the first compartment was created are slab slots
+ * too (EINVAL here), unless made by aligned_alloc(4096, n >= 4096).  Before
+ * it returns, the
  * old owner's mappings of p are gone and p has fresh frames holding the same
  * bytes, so no reference the old owner kept (even one the kernel holds, such
  * as vmsplice) reaches what `to` writes later.  -1 with errno EINVAL (small,
@@ -104,7 +107,7 @@ XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
 #define XPFO_SHARE_READ 0x1u
 #define XPFO_SHARE_WRITE 0x2u
 /* A new file descriptor whose contents are the pages of the allocation p (a
- * page run; 4096 bytes or more), to pass to another process (for example
+ * page run: see xpfo_transfer), to pass to another process (for example
  * with SCM_RIGHTS).  The allocation is backed by a memfd from then on
  * (moved there in place, same address).  When it is freed, transferred or
  * its compartment destroyed, the revocation reaches every alias: the memfd

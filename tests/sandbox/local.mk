@@ -9,7 +9,8 @@ sandbox_tests = \
 	tests/sandbox/attacks \
 	tests/sandbox/alloc \
 	tests/sandbox/gadgets \
-	tests/sandbox/transfer
+	tests/sandbox/transfer \
+	tests/sandbox/rootruns
 
 check_PROGRAMS += $(sandbox_tests)
 TESTS += $(sandbox_tests)
@@ -38,6 +39,12 @@ tests_sandbox_transfer_CPPFLAGS = $(sandbox_cppflags)
 tests_sandbox_transfer_CFLAGS = $(sandbox_cflags)
 tests_sandbox_transfer_LDADD = $(sandbox_ldadd)
 tests_sandbox_transfer_LDFLAGS = -no-install
+
+tests_sandbox_rootruns_SOURCES = tests/sandbox/rootruns.c tests/testutil.c tests/testutil.h
+tests_sandbox_rootruns_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_rootruns_CFLAGS = $(sandbox_cflags)
+tests_sandbox_rootruns_LDADD = $(sandbox_ldadd)
+tests_sandbox_rootruns_LDFLAGS = -no-install
 
 # The attacks in the QEMU rig (pkeys and mprotect in the guest): static,
 # with the cases that need keys (tests/qemu/local.mk's QEMU_TEST_BINARIES).
