@@ -122,7 +122,8 @@ void owner_set_pending_head(uintptr_t addr, size_t npages, uint16_t owner);
 void owner_set_quarantined(uintptr_t addr, size_t npages, uint16_t owner);
 /* Placeholders of pages just taken (a run being set up), owner from now. */
 void owner_set_taken(uintptr_t addr, size_t npages, uint16_t owner);
-/* Placeholders again for a queued run taken back (owner unchanged). */
+/* Placeholders again for a queued run taken back (owner unchanged), where a
+ * compartment walk could come before its setup (revoke_cancel). */
 void owner_set_reclaimed(uintptr_t addr, size_t npages);
 /* Back to the allocator, revoked at flush `serial` (a retired slab's class
  * stays readable for double-free reports). */

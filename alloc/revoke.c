@@ -307,11 +307,20 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		return 0; /* could not reopen it */
 	}
 	gather_busy(g, true);
-	if (k == RK_RUN) {
-		owner_set_reclaimed(a, npages);
-	} else {
+	if (k == RK_HUGE)
 		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
-	}
+	else if (c != &comp_root || pkeys_on)
+		owner_set_reclaimed(a, npages);
+	/* else root's run keeps its pending entries until the caller writes
+	 * the run's or the slab's (one walk of its pages less, issue 11): on
+	 * the mprotect backend root's pages are walked only by root_access,
+	 * in comp_enter/comp_leave of a STRICT compartment, by the process's
+	 * only thread (comp_enter counts the threads; one started while root
+	 * is closed stops at tstate_slow) right after it flushed its gather
+	 * (FR_SWITCH keeps nothing): so by this thread, never between here
+	 * and that setup.  uffd's pages_walk_live takes pending and live pages
+	 * alike.  The pages are not free and their aux is still root's: the
+	 * invariant beside struct segment (owner.h) holds. */
 	if (locked)
 		pthread_mutex_unlock(&c->lock);
 	if (r->npages == npages && RF_CLASS_OF(r->flags) >= 0) {
