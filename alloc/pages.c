@@ -553,8 +553,12 @@ static int grow_move_guard(uintptr_t addr, size_t new_npages, uint16_t owner)
 static void grow_keep_guard(uintptr_t old, uint16_t owner)
 {
 	int e = os_protect_key((void *)old, PAGE_SIZE, OS_NONE, key_revoked());
-	if (e)
-		policy_failed("guard page (realloc in place)", e, old, 1);
+	if (e) {
+		stat_inc(revoke_failures);
+		xpfo_error("cannot close the guard page at %p again after a failed realloc in "
+			   "place (errno %d): the run ends unguarded (compartment \"%s\")",
+			   (void *)old, (long)e, comp_table[owner]->name);
+	}
 	owner_set_guard(old, owner);
 }
 
@@ -612,6 +616,18 @@ static void seg_quarantine_free(struct segment *s, size_t p, size_t q, int err)
 			q - p, s->owner);
 }
 
+/* A trim that could not purge: the pages stay revoked and stay with the
+ * segment's owner (they are not clean, so never handed to another one
+ * unpurged); only the memory is not given back.  Said once. */
+static void purge_failed(uintptr_t addr, size_t npages, int err)
+{
+	static bool said;
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		xpfo_warn("cannot purge %u retained pages at %p (errno %d): they stay resident "
+			  "(revoked; reused only by their segment's owner); further failures not "
+			  "reported", (unsigned long)npages, (void *)addr, (long)err);
+}
+
 /* Purge the retained (free, not clean) pages of carved segment s, under
  * heap_lock: a page taken by another thread right after an unlock could be
  * zeroed under its new owner.  With `handover` s is about to change hands:
@@ -631,6 +647,8 @@ void seg_purge_retained(struct segment *s, bool handover)
 			seg_mark_clean(s, p, q - p);
 		} else if (handover) {
 			seg_quarantine_free(s, p, q, e);
+		} else {
+			purge_failed(seg_addr(s) + (p << PAGE_SHIFT), q - p, e);
 		}
 		p = q;
 	}

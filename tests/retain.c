@@ -8,9 +8,11 @@
  * of the heap (so each freed span is short) and flushes: the revoked
  * pages still resident (resident_bytes - mapped_bytes) must be at most
  * 2 MiB.  Then the same with the default options: at most the default
- * retain (4 MiB). */
+ * retain (4 MiB).  Last, with every purge failing (injected ENOMEM): the
+ * pages stay resident, still revoked, and exactly one warning says so. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <string.h>
@@ -41,6 +43,34 @@ static int fill_and_free(unsigned long limit)
 	return kept <= limit ? 0 : 1;
 }
 
+/* Every purge fails: the trim keeps the pages (exit 0 when more than the
+ * limit stayed resident) and warns once. */
+static int fill_purge_fails(unsigned long limit)
+{
+	if (xpfo__test_inject(TU_OS_PURGE, ENOMEM, 0, 1u << 30))
+		return 99;
+	return fill_and_free(limit) == 1 ? 0 : 1;
+}
+
+static void run_purge_fails(void)
+{
+	char *argv[] = { "/proc/self/exe", "--purge-fails", "2097152", NULL };
+	const char *env[] = { "XPFO_OPTIONS=retain=2097152", NULL };
+	struct tu_child r;
+	if (tu_run_cmd(argv, env, 120, &r))
+		tu_hard_error("cannot run the child");
+	if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 99)
+		tu_hard_error("child: allocation or injection failed; %s", r.err);
+	const char *w = "\nxpfo: warning: cannot purge ";
+	const char *first = strstr(r.err, w); /* after the child's "running on" line */
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "purges failing: the revoked pages stay resident: %s; %s%s",
+	      tu_status_str(r.status), r.out, r.err);
+	CHECK(first && !strstr(r.err, "\nxpfo: error") && !strstr(first + 1, "\nxpfo:"),
+	      "purges failing: exactly one warning line, got: %s", r.err);
+	fprintf(stderr, "purges failing: %s%s", r.out, r.err);
+}
+
 static void run(const char *opts, const char *limit)
 {
 	char *argv[] = { "/proc/self/exe", "--fill", (char *)limit, NULL };
@@ -62,7 +92,10 @@ int main(int argc, char **argv)
 	tu_xpfo_init(1);
 	if (argc == 3 && !strcmp(argv[1], "--fill"))
 		return fill_and_free(strtoul(argv[2], NULL, 10));
+	if (argc == 3 && !strcmp(argv[1], "--purge-fails"))
+		return fill_purge_fails(strtoul(argv[2], NULL, 10));
 	run("XPFO_OPTIONS=retain=2097152", "2097152");
 	run("XPFO_OPTIONS", "4194304");
+	run_purge_fails();
 	tu_exit();
 }

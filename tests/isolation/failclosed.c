@@ -17,6 +17,11 @@
  * 3. A thread created while a STRICT compartment is entered: its first
  *    allocation ends with one "xpfo: fatal: " line and SIGABRT (not a
  *    raw crash).
+ * 4. realloc growing a guarded page run in place (its guard moves to the
+ *    new end): the grant fails (injected ENOMEM), so the block moves, with
+ *    its bytes; nothing is said, and the old guard page is still closed
+ *    (write(2) from it: EFAULT).  When closing that guard again fails too,
+ *    exactly one "xpfo: error: " line says the run ends unguarded.
  *
  * Usage: failclosed (--real: case 2 itself, run by the test).
  */
@@ -207,6 +212,55 @@ static void one_error_line(const char *name, int (*fn)(void *))
 		fprintf(stderr, "ok   %s: %s", name, res.err);
 }
 
+/* ---- realloc in place whose grant fails -------------------------------- */
+
+/* A 64 KiB run with its guard page grows by 3 pages in place: protect
+ * calls are the new guard (allowed), the grant (fails), then with `both`
+ * the old guard's closing again (fails). */
+static int grow_fails(void *arg)
+{
+	bool both = arg != NULL;
+	unsigned char *p = malloc(65536);
+	if (!p)
+		return 97;
+	memset(p, 0x5a, 65536);
+	void *guard = (void *)((uintptr_t)p + 65536); /* a page past the block */
+	if (xpfo__test_inject(TU_OS_PROTECT, ENOMEM, 1, both ? 2 : 1))
+		return 96;
+	unsigned char *q = realloc(p, 65536 + 3 * 4096);
+	xpfo__test_inject(TU_OS_PROTECT, 0, 0, 0);
+	if (!q)
+		return 95;
+	if (q == p)
+		return 94; /* the grant did not fail: in place */
+	for (size_t i = 0; i < 65536; i++)
+		if (q[i] != 0x5a)
+			return 93;
+	int fd[2];
+	if (pipe(fd))
+		return 92;
+	ssize_t w = write(fd[1], guard, 1);
+	if (!both && !(w < 0 && errno == EFAULT))
+		return 91; /* the old guard page opened */
+	return 0;
+}
+
+static int grow_fails_both(void *arg)
+{
+	(void)arg;
+	return grow_fails((void *)1);
+}
+
+static void grow_cases(void)
+{
+	struct tu_child res;
+	struct tu_case quiet = { "realloc in place: grant fails", grow_fails, NULL, 0, 0,
+				 TU_ERR_EMPTY, NULL, NULL, NULL };
+	CHECK(tu_run_case(&quiet, 30, &res) == 0, "realloc in place, grant fails: %s",
+	      res.err);
+	one_error_line("realloc in place: grant and the guard's closing fail", grow_fails_both);
+}
+
 /* ---- a thread started inside a STRICT compartment --------------------- */
 
 static void *alloc_thread(void *arg)
@@ -246,6 +300,7 @@ int main(int argc, char **argv)
 	iso_stdio_warmup();
 	one_error_line("injected ENOMEM", injected_case);
 	one_error_line("real ENOMEM (VMA limit)", NULL);
+	grow_cases();
 	struct tu_case sc = { "thread started inside STRICT", strict_thread, NULL, SIGABRT };
 	CHECK(tu_run_case(&sc, 30, NULL) == 0, "thread started inside STRICT");
 	tu_exit();
