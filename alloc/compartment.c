@@ -587,11 +587,16 @@ struct xpfo_compartment *comp_enter(struct tstate *t, struct xpfo_compartment *c
 	struct xpfo_compartment *prev = t->heap->comp;
 	bool strict = c->flags & XPFO_COMPARTMENT_STRICT;
 	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT)) {
-		/* a thread just joined can linger in /proc for a moment */
+		/* a thread just joined can linger in /proc for a moment: wait
+		 * for it, 1,000 yields or 50 ms at most (on a loaded machine a
+		 * yield can last a time slice: a refusal took seconds) */
 		long n = os_thread_count();
+		uint64_t t0 = os_monotonic_ns();
 		for (int i = 0; i < 1000 && n > 1; i++) {
 			os_yield();
 			n = os_thread_count();
+			if (!(i & 15) && os_monotonic_ns() - t0 > 50000000u)
+				break;
 		}
 		if (n != 1) {
 			errno = EPERM; /* root cannot be closed for one thread only */

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct {
@@ -584,6 +585,14 @@ _Noreturn void os_abort(void)
 void os_yield(void)
 {
 	sched_yield();
+}
+
+uint64_t os_monotonic_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts)) /* cannot fail for this clock */
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 long os_getpid(void)

@@ -120,6 +120,7 @@ int os_alias_punch(int fd, size_t off, size_t len);
 int os_secret_usage(uint64_t *mapped, uint64_t *resident);
 _Noreturn void os_exit(int code); /* _exit: no atexit handlers */
 void os_yield(void);                /* sched_yield */
+uint64_t os_monotonic_ns(void);      /* CLOCK_MONOTONIC; 0 if unreadable */
 long os_getpid(void);
 /* true in a privileged program (set-user-ID, set-group-ID, file
  * capabilities: the kernel's AT_SECURE), whose environment is not trusted */
