@@ -17,7 +17,7 @@
  * 3. A thread created while a STRICT compartment is entered: its first
  *    allocation ends with one "xpfo: fatal: " line and SIGABRT (not a
  *    raw crash).
- * 4. realloc growing a guarded page run in place (its guard moves to the
+ * 4. realloc growing a guarded 256 KiB page run in place (its guard moves to the
  *    new end): the grant fails (injected ENOMEM), so the block moves, with
  *    its bytes; nothing is said, and the old guard page is still closed
  *    (write(2) from it: EFAULT).  When closing that guard again fails too,
@@ -214,26 +214,27 @@ static void one_error_line(const char *name, int (*fn)(void *))
 
 /* ---- realloc in place whose grant fails -------------------------------- */
 
-/* A 64 KiB run with its guard page grows by 3 pages in place: protect
+/* A 256 KiB run with its guard page grows by 3 pages in place: protect
  * calls are the new guard (allowed), the grant (fails), then with `both`
  * the old guard's closing again (fails). */
 static int grow_fails(void *arg)
 {
 	bool both = arg != NULL;
-	unsigned char *p = malloc(65536);
+	size_t old = 256u << 10;
+	unsigned char *p = malloc(old);
 	if (!p)
 		return 97;
-	memset(p, 0x5a, 65536);
-	void *guard = (void *)((uintptr_t)p + 65536); /* a page past the block */
+	memset(p, 0x5a, old);
+	void *guard = (void *)((uintptr_t)p + old); /* a page past the block */
 	if (xpfo__test_inject(TU_OS_PROTECT, ENOMEM, 1, both ? 2 : 1))
 		return 96;
-	unsigned char *q = realloc(p, 65536 + 3 * 4096);
+	unsigned char *q = realloc(p, old + 3 * 4096);
 	xpfo__test_inject(TU_OS_PROTECT, 0, 0, 0);
 	if (!q)
 		return 95;
 	if (q == p)
 		return 94; /* the grant did not fail: in place */
-	for (size_t i = 0; i < 65536; i++)
+	for (size_t i = 0; i < old; i++)
 		if (q[i] != 0x5a)
 			return 93;
 	int fd[2];
