@@ -667,9 +667,15 @@ static void gather_release(struct tstate *t, struct range *r, unsigned n)
 /* Keep hot runs (issue 11): a flush because the gather is full applies its
  * oldest runs and keeps the newest queued, at most a quarter of each bound:
  * those are the runs the thread is about to reuse, and revoke_cancel takes
- * them back without a syscall.  So a freed run stays reachable by the thread
- * that freed it (and by nobody else: its owner never changed) for at most
- * about 1.25 batches.  Any other flush applies everything. */
+ * them back without a syscall.  A kept run is not counted again: it counted
+ * toward the batch that kept it, and at the next full flush it is older
+ * than the last `window` queued, so that flush applies it.  So a freed run
+ * stays reachable by the thread that freed it (and by nobody else: its
+ * owner never changed) for at most 1.25 batches (window + batch frees,
+ * batch_pages / 4 + batch_pages pages).  Counting kept runs again (6481bbe)
+ * made every batch after the first a quarter shorter: hash's full flushes
+ * 6 -> 8 and its revoke calls 3,300 -> 4,300, for a bound of ~1 batch where
+ * the window was full (bench/README.md).  Any other flush applies all. */
 static unsigned gather_keep(const struct gather *g, enum flush_reason why)
 {
 	/* revoke=off keeps them too: it measures what revocation costs, so it
@@ -692,17 +698,13 @@ static unsigned gather_keep(const struct gather *g, enum flush_reason why)
 	return keep;
 }
 
-/* The kept runs go back in, counted as frees again (spares are not). */
+/* The kept runs go back in, not counted as frees (see gather_keep). */
 static void gather_restore(struct gather *g, unsigned keep)
 {
 	memmove(g->r, &g->r[GATHER_MAX - keep], keep * sizeof *g->r);
 	for (unsigned i = 0; i < keep; i++) {
 		link(g, (uint16_t)i);
 		g->pages += g->r[i].npages;
-		if (!(g->r[i].flags & RF_SPARE)) {
-			g->frees++;
-			g->free_pages += g->r[i].npages;
-		}
 	}
 	g->n = g->live = keep;
 }

@@ -19,6 +19,10 @@
  *    protected page) never come back from calloc(1, 20480), which reuses it.
  * 5. Coalescing: 16 adjacent 20 KiB runs freed, then one flush: exactly one
  *    revocation syscall covers them (stats).
+ * 6. A full flush's kept runs do not count toward the next batch again:
+ *    4,000 freed 20 KiB runs take at most pages / batch_pages full flushes.
+ * 7. A kept run is revoked within 1.25 batches (1280 frees, taken-back ones
+ *    included) of its free.
  *
  * Usage: revoke                      run the test
  *        revoke --free-loop [N [SIZE]]   the measured loop; prints counters
@@ -357,6 +361,90 @@ static void test_batch_bound(void)
 	free(p);
 }
 
+/* ---- kept runs: counted once, applied by the next full flush ---------- */
+
+/* 6. A full flush keeps the newest runs queued (issue 11) without counting
+ * them toward the next batch again: freeing 4,000 live 20 KiB runs (20,000
+ * pages) takes at most pages / batch_pages full flushes (4; counting kept
+ * runs again made every batch after the first a quarter shorter: 6). */
+static int keep_count_child(void *arg)
+{
+	(void)arg;
+	enum { N = 4000, SIZE = 20480 };
+	static char *p[N];
+	struct xpfo_stats a, b;
+	xpfo_flush();
+	for (int i = 0; i < N; i++)
+		if (!(p[i] = malloc(SIZE)))
+			return 2;
+	xpfo_flush();
+	tu_stats(&a);
+	for (int i = 0; i < N; i++)
+		free(p[i]);
+	tu_stats(&b);
+	unsigned long long full = b.flush_full - a.flush_full;
+	unsigned long long pages = b.pages_queued - a.pages_queued;
+	if (full > pages / 4096) {
+		fprintf(stderr, "%llu full flushes for %d frees of %llu pages (batch_pages=4096)\n",
+			full, N, pages);
+		return 3;
+	}
+	return 0;
+}
+
+/* 7. The bound on a kept run: the run freed by the free that filled the
+ * gather is kept (still readable), and is revoked within 1.25 batches
+ * (1280 frees) of its free, frees taken back by the next malloc included. */
+static int keep_bound_child(void *arg)
+{
+	(void)arg;
+	enum { N = 2000, SIZE = 20480 };
+	static char *p[N];
+	struct xpfo_stats a, b;
+	xpfo_flush();
+	for (int i = 0; i < N; i++)
+		if (!(p[i] = malloc(SIZE)))
+			return 2;
+	xpfo_flush();
+	tu_stats(&a);
+	char *x = NULL;
+	for (int i = 0; i < N && !x; i++) {
+		free(p[i]);
+		tu_stats(&b);
+		if (b.flush_full != a.flush_full)
+			x = p[i];
+	}
+	if (!x || !readable(x))
+		return 4; /* not kept: nothing to show */
+	void *q = malloc(40960);
+	int pairs = 0;
+	for (; pairs < 4096 && q && readable(x); pairs++) {
+		free(q);
+		q = malloc(40960); /* takes the queued run back */
+	}
+	if (pairs > 1280) {
+		fprintf(stderr, "a kept run waited %d frees for its revocation (batch=1024)\n",
+			pairs);
+		return 3;
+	}
+	fprintf(stderr, "kept run revoked after %d free/malloc pairs\n", pairs);
+	return 0;
+}
+
+static void test_keep(void)
+{
+	struct tu_child c;
+	tu_run_child(keep_count_child, NULL, 60, &c);
+	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	      "4,000 freed 20 KiB runs: kept runs counted toward the batch again (%s) %s",
+	      tu_status_str(c.status), c.err);
+	tu_run_child(keep_bound_child, NULL, 60, &c);
+	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	      "a kept run: not revoked within 1.25 batches (%s) %s", tu_status_str(c.status),
+	      c.err);
+	fprintf(stderr, "keep: %s", c.err);
+}
+
 /* ---- the counted free loop ----------------------------------------------- */
 
 static void marker(const char *s)
@@ -592,5 +680,6 @@ int main(int argc, char **argv)
 	test_degraded_calloc();
 	test_batch_bound();
 	test_coalesce();
+	test_keep();
 	tu_exit();
 }
