@@ -354,6 +354,10 @@ int revoke_flush(struct tstate *t, enum flush_reason why);
  * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
 int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len);
 int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
+/* Take access away from pages outside a flush (a guard page made, a run's
+ * cut tail, a destroyed compartment's run): one counted call; nothing under
+ * revoke=off.  Returns 0 or errno. */
+int revoke_range(uintptr_t addr, size_t len);
 uint64_t flush_serial(void);
 
 /* ---- alloc/heap.c, slab.c, harden.c: malloc and free -------------------- */

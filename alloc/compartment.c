@@ -927,12 +927,11 @@ static void destroy_runs(struct destroy_list *dl)
 	for (unsigned i = 0; i < dl->n; i++) {
 		struct range *r = &dl->r[i];
 		size_t len = (size_t)r->npages << PAGE_SHIFT;
-		int e = os_protect_key((void *)r->addr, len, OS_NONE, key_revoked());
+		int e = revoke_range(r->addr, len);
 		if (e) {
 			destroy_quarantine(r, "revoke (destroyed compartment)", e);
 			continue;
 		}
-		stat_inc(revoke_syscalls);
 		stat_add(pages_revoked, r->npages);
 		if ((e = backing_purge(r->addr, len)) == 0) {
 			stat_inc(purges);

@@ -542,17 +542,16 @@ void pages_release(const struct range *r, unsigned n)
 static int grow_move_guard(uintptr_t addr, size_t new_npages, uint16_t owner)
 {
 	uintptr_t ng = addr + (new_npages << PAGE_SHIFT);
-	int e = os_protect_key((void *)ng, PAGE_SIZE, OS_NONE, key_revoked());
+	int e = revoke_range(ng, PAGE_SIZE);
 	if (e)
 		return e;
-	stat_inc(revoke_syscalls);
 	owner_set_guard(ng, owner);
 	return 0;
 }
 
 static void grow_keep_guard(uintptr_t old, uint16_t owner)
 {
-	int e = os_protect_key((void *)old, PAGE_SIZE, OS_NONE, key_revoked());
+	int e = revoke_range(old, PAGE_SIZE);
 	if (e) {
 		stat_inc(revoke_failures);
 		xpfo_error("cannot close the guard page at %p again after a failed realloc in "

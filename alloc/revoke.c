@@ -802,6 +802,22 @@ static int grant_now(uint16_t owner, uintptr_t addr, size_t len, int key)
 	return os_protect_key((void *)addr, len, OS_RW, key);
 }
 
+/* Under revoke=off free pages stay accessible as the rest of their
+ * segment (pages.c opens each new one for good) and grants change nothing,
+ * so a page closed here would never be opened again: a guard moved by
+ * realloc in place, reused as a plain page, faulted its new owner (python
+ * and xb-micro died under revoke=off, "violation: write of ... owned by
+ * compartment root").  So nothing is closed there (tests/revoke case 8). */
+int revoke_range(uintptr_t addr, size_t len)
+{
+	if (opt.revoke == REVOKE_OFF)
+		return 0;
+	int e = os_protect_key((void *)addr, len, OS_NONE, key_revoked());
+	if (!e)
+		stat_inc(revoke_syscalls);
+	return e;
+}
+
 /* c->lock held (unless c is root). */
 int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {

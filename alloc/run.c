@@ -165,7 +165,6 @@ static void run_shrink(struct tstate *t, uintptr_t a, const struct blk *b, size_
 	owner_set_large(a, nnp, b->owner);
 	stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
 	if (b->guarded) {
-		stat_inc(revoke_syscalls);
 		owner_set_guard(a + (nnp << PAGE_SHIFT), b->owner);
 		stat_inc(live_guards); /* the old one leaves with the tail */
 		if (np - nnp > 0)
@@ -186,10 +185,8 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 	if (nnp > np && grant(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
 		return false;
 	if (nnp < np) {
-		if (os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), (np - nnp) << PAGE_SHIFT, OS_NONE,
-				   key_revoked()))
+		if (revoke_range(a + (nnp << PAGE_SHIFT), (np - nnp) << PAGE_SHIFT))
 			return false;
-		stat_inc(revoke_syscalls);
 	}
 	huge_recount(b->seg, nnp);
 	stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
@@ -205,8 +202,7 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
 	if (nnp == np)
 		return true;
 	if (b->kind == BK_LARGE && nnp < np && nnp > 0 &&
-	    (!b->guarded || os_protect_key((void *)(a + (nnp << PAGE_SHIFT)), PAGE_SIZE, OS_NONE,
-					   key_revoked()) == 0)) {
+	    (!b->guarded || revoke_range(a + (nnp << PAGE_SHIFT), PAGE_SIZE) == 0)) {
 		run_shrink(t, a, b, np, nnp);
 		return true;
 	}

@@ -23,6 +23,12 @@
  *    4,000 freed 20 KiB runs take at most pages / batch_pages full flushes.
  * 7. A kept run is revoked within 1.25 batches (1280 frees, taken-back ones
  *    included) of its free.
+ * 8. Pages closed outside a flush are usable again by their next owner,
+ *    under revoke=batched and revoke=off: a guarded run grown in place
+ *    (its guard moves) and shrunk (a new guard), a huge block shrunk and
+ *    grown back, all freed, then every byte of many new runs written.
+ *    Under revoke=off a moved guard stayed PROT_NONE (grants change
+ *    nothing there) and the page's next owner faulted (python, xb-micro).
  *
  * Usage: revoke                      run the test
  *        revoke --free-loop [N [SIZE]]   the measured loop; prints counters
@@ -592,6 +598,70 @@ static void test_reuse_off(void)
 	      batched);
 }
 
+/* Case 8's child: exit 0 when every byte of every new run could be written. */
+static int resize_loop(void)
+{
+	for (int round = 0; round < 4; round++) {
+		size_t n = 256 << 10;
+		char *p = malloc(n);
+		if (!p)
+			return 5;
+		memset(p, 1, n);
+		for (int i = 0; i < 6; i++) { /* by a quarter at most: in place */
+			size_t m = n + (n / 8 & ~(size_t)4095);
+			char *q = realloc(p, m);
+			if (!q)
+				return 5;
+			memset(q + n, 2, m - n);
+			p = q;
+			n = m;
+		}
+		p = realloc(p, n / 2); /* shrunk in place: a new guard */
+		if (!p)
+			return 5;
+		p[n / 2 - 1] = 3;
+		char *h = malloc(8 << 20);
+		if (!h)
+			return 5;
+		memset(h, 4, 8 << 20);
+		h = realloc(h, 6 << 20); /* the tail closed */
+		if (!h)
+			return 5;
+		h = realloc(h, 7 << 20); /* and opened again */
+		if (!h)
+			return 5;
+		memset(h, 5, 7 << 20);
+		free(h);
+		free(p);
+		char *r[64];
+		for (int i = 0; i < 64; i++) {
+			size_t sz = (size_t)(i % 16 + 1) * 20480;
+			if (!(r[i] = malloc(sz)))
+				return 5;
+			memset(r[i], 6, sz);
+		}
+		for (int i = 0; i < 64; i++)
+			free(r[i]);
+	}
+	printf("resized and reused: ok\n");
+	return 0;
+}
+
+static void test_resize_reuse(const char *opts)
+{
+	char *argv[] = { "/proc/self/exe", "--resize-loop", NULL };
+	char env[128];
+	const char *envset[] = { env, NULL };
+	struct tu_child c;
+	snprintf(env, sizeof env, "XPFO_OPTIONS=%s", opts);
+	if (tu_run_cmd(argv, envset, 120, &c) != 0)
+		tu_hard_error("cannot run myself");
+	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	      "%s: runs resized in place, freed, and their pages reused: %s\n%s%s", opts,
+	      tu_status_str(c.status), c.out, c.err);
+	fprintf(stderr, "resize and reuse, XPFO_OPTIONS=%s: %s", opts, c.out);
+}
+
 static void test_counts(void)
 {
 	struct loop_result def, eager;
@@ -651,6 +721,11 @@ int main(int argc, char **argv)
 		tu_xpfo_init(1);
 		return reuse_loop(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
 	}
+	if (argc == 2 && strcmp(argv[1], "--resize-loop") == 0) {
+		tu_prog = "revoke --resize-loop";
+		tu_xpfo_init(1);
+		return resize_loop();
+	}
 	if (argc >= 5 && strcmp(argv[1], "--uaf") == 0) {
 		tu_prog = "revoke --uaf";
 		tu_xpfo_init(1);
@@ -681,5 +756,7 @@ int main(int argc, char **argv)
 	test_batch_bound();
 	test_coalesce();
 	test_keep();
+	test_resize_reuse("revoke=batched");
+	test_resize_reuse("revoke=off");
 	tu_exit();
 }
