@@ -738,15 +738,33 @@ static void note_revoked(struct gather *g, const struct range *r, unsigned n)
  * free neighbours in one call (issue 11: the default's 32 MiB bound was
  * never reached by a heap under 32 MiB, and half its extra RSS was these
  * pages). */
+static uint64_t retained_bytes(void)
+{
+	uint64_t res = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED);
+	uint64_t map = __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED);
+	return res > map ? (res - map) << PAGE_SHIFT : 0;
+}
+
+/* A sweep that leaves more than retain behind (pages queued in other
+ * threads' gathers, or the resident gauge counting pages that were never
+ * touched) is not repeated at every flush, each walking every segment to
+ * find nothing: the next waits until another retain/2 has accumulated over
+ * what the last one left (`floor`, reset once under retain again). */
 static void retain_trim(void)
 {
 	static bool trimming;
-	uint64_t res = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED);
-	uint64_t map = __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED);
-	if (res <= map || (res - map) << PAGE_SHIFT <= opt.retain ||
-	    __atomic_exchange_n(&trimming, true, __ATOMIC_ACQUIRE))
+	static uint64_t floor;
+	uint64_t r = retained_bytes(), f = __atomic_load_n(&floor, __ATOMIC_RELAXED);
+	if (r <= opt.retain) {
+		if (f)
+			__atomic_store_n(&floor, 0, __ATOMIC_RELAXED);
+		return;
+	}
+	if ((f && r <= f + opt.retain / 2) || __atomic_exchange_n(&trimming, true, __ATOMIC_ACQUIRE))
 		return;
 	pages_purge_all();
+	r = retained_bytes();
+	__atomic_store_n(&floor, r > opt.retain ? r : 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&trimming, false, __ATOMIC_RELEASE);
 }
 

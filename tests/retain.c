@@ -8,8 +8,14 @@
  * of the heap (so each freed span is short) and flushes: the revoked
  * pages still resident (resident_bytes - mapped_bytes) must be at most
  * 2 MiB.  Then the same with the default options: at most the default
- * retain (4 MiB).  Last, with every purge failing (injected ENOMEM): the
- * pages stay resident, still revoked, and exactly one warning says so. */
+ * retain (4 MiB).  With every purge failing (injected ENOMEM): the
+ * pages stay resident, still revoked, and exactly one warning says so.
+ * Last, a sweep that could not bring them under the bound is not repeated
+ * at every flush (each would walk the whole heap for nothing): with the
+ * purges failing for the first fill only, 100 flushes that retain nothing
+ * new leave the pages resident (before the bound, the first of them swept
+ * them), and freeing the rest of the blocks (12 MiB more) sweeps again,
+ * down to the bound. */
 #include "testutil.h"
 
 #include <errno.h>
@@ -50,6 +56,69 @@ static int fill_purge_fails(unsigned long limit)
 	if (xpfo__test_inject(TU_OS_PURGE, ENOMEM, 0, 1u << 30))
 		return 99;
 	return fill_and_free(limit) == 1 ? 0 : 1;
+}
+
+static uint64_t retained(void)
+{
+	struct xpfo_stats s;
+	tu_stats(&s);
+	return s.resident_bytes - s.mapped_bytes;
+}
+
+/* Exit 0: stayed above the limit over 100 idle flushes (no sweep), then
+ * under it once 12 MiB more were freed. */
+static int fill_sweep_bound(unsigned long limit)
+{
+	if (xpfo__test_inject(TU_OS_PURGE, ENOMEM, 0, 1u << 30))
+		return 99;
+	void **b = malloc(NBLOCKS * sizeof *b);
+	if (!b)
+		return 99;
+	for (unsigned i = 0; i < NBLOCKS; i++)
+		if (!(b[i] = xpfo_malloc(BLOCK)))
+			return 99;
+	for (unsigned i = 0; i < NBLOCKS; i++)
+		if ((uintptr_t)b[i] >> 15 & 1)
+			xpfo_free(b[i]);
+	xpfo_flush();
+	uint64_t r0 = retained();
+	if (xpfo__test_inject(TU_OS_PURGE, 0, 0, 0))
+		return 99;
+	void *run = xpfo_malloc(20 << 10);
+	for (int i = 0; i < 100 && run; i++) {
+		xpfo_free(run);
+		xpfo_flush();
+		run = xpfo_malloc(20 << 10);
+	}
+	uint64_t r1 = retained();
+	for (unsigned i = 0; i < NBLOCKS; i++)
+		if (!((uintptr_t)b[i] >> 15 & 1))
+			xpfo_free(b[i]);
+	xpfo_flush();
+	uint64_t r2 = retained();
+	printf("revoked pages resident: %llu KiB after the failed sweep, %llu KiB after 100 flushes, "
+	       "%llu KiB after freeing the rest (limit %lu KiB)\n", (unsigned long long)(r0 >> 10),
+	       (unsigned long long)(r1 >> 10), (unsigned long long)(r2 >> 10), limit >> 10);
+	if (!run)
+		return 99;
+	if (r0 <= limit)
+		return 2; /* the injection did not hold the pages: nothing tested */
+	return r1 > limit && r2 <= limit ? 0 : 1;
+}
+
+static void run_sweep_bound(void)
+{
+	char *argv[] = { "/proc/self/exe", "--sweep-bound", "2097152", NULL };
+	const char *env[] = { "XPFO_OPTIONS=retain=2097152", NULL };
+	struct tu_child r;
+	if (tu_run_cmd(argv, env, 120, &r))
+		tu_hard_error("cannot run the child");
+	if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 99)
+		tu_hard_error("child: allocation or injection failed; %s", r.err);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "a failed sweep is repeated only once more is retained: %s; %s%s",
+	      tu_status_str(r.status), r.out, r.err);
+	fprintf(stderr, "sweep bound: %s", r.out);
 }
 
 static void run_purge_fails(void)
@@ -94,8 +163,11 @@ int main(int argc, char **argv)
 		return fill_and_free(strtoul(argv[2], NULL, 10));
 	if (argc == 3 && !strcmp(argv[1], "--purge-fails"))
 		return fill_purge_fails(strtoul(argv[2], NULL, 10));
+	if (argc == 3 && !strcmp(argv[1], "--sweep-bound"))
+		return fill_sweep_bound(strtoul(argv[2], NULL, 10));
 	run("XPFO_OPTIONS=retain=2097152", "2097152");
 	run("XPFO_OPTIONS", "4194304");
 	run_purge_fails();
+	run_sweep_bound();
 	tu_exit();
 }
