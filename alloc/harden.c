@@ -34,6 +34,7 @@ void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, siz
 	if (!c || opt.revoke == REVOKE_OFF) /* root and the thread's own: touch_direct */
 		return;
 	pthread_mutex_lock(&c->lock);
+	stat_inc(touches_locked);
 	x->c = c;
 	int key = pkeys_comp_key(c);
 	if (key > 0) {

@@ -69,10 +69,16 @@ struct touch {
 };
 
 /* The usual case: root's slot, or a slot of the compartment the thread is
- * in: touched directly. */
+ * in: touched directly.  t->heap is the heap of the compartment the thread
+ * is in (only thread_switch, at enter and leave, changes it) unless it is
+ * borrowed (xpfo_malloc_in); t->depth is not asked: a thread of
+ * compartments=thread is in its own compartment at depth 0 (it cannot
+ * leave it), and asking it sent every small malloc and free of such a
+ * thread through the compartment's lock (touches_locked counts that path;
+ * tests/isolation/threadmode checks it stays 0 there). */
 static inline bool touch_direct(const struct tstate *t, uint16_t owner)
 {
-	return owner == comp_root.id || (t->heap->comp->id == owner && !t->borrowed && t->depth);
+	return owner == comp_root.id || (t->heap->comp->id == owner && !t->borrowed);
 }
 
 /* The write-after-free check (harden.c's waf_scan) for a slot the thread

@@ -231,6 +231,9 @@ struct xpfo_stats {
 	uint64_t uffd_faults;           /* faults on missing heap pages the handler saw */
 	uint64_t uffd_fills;            /* of those, pages of the thread's own filled */
 	uint64_t uffd_syscalls;         /* userfaultfd, ioctl and mincore calls */
+	/* hardening */
+	uint64_t touches_locked;        /* slot checks and fills done under a compartment's lock:
+					   the slot was not the thread's own nor root's */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,
