@@ -260,6 +260,21 @@ size_t heap_usable(const void *p)
  * where it is only when it is the caller's compartment's own; one of
  * another compartment moves, read like free reads it (struct touch: a
  * closed compartment's pages through /proc/self/mem, never opened). */
+/* A page run that realloc grows gets an eighth more room than asked
+ * (page runs only: a huge block grows within its segments, huge_resize):
+ * a buffer grown by small steps (an append) then crosses a page boundary,
+ * so moves or grows in place, once per eighth of its size, not once per
+ * page: realloc_append64/1048576 moved 60 times and grew its guard 192
+ * times per chain.  The room pages are granted and untouched (no frames
+ * until written); malloc_usable_size reports them. */
+static size_t realloc_room(size_t size)
+{
+	if (size > LARGE_MAX)
+		return size;
+	size_t room = size + (size >> 3);
+	return room > LARGE_MAX ? LARGE_MAX : room;
+}
+
 void *heap_realloc(struct tstate *t, void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p;
@@ -274,13 +289,20 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 		touch_end(&x);
 	}
 	bool small = size < run_min();
+	size_t want = !small && size > b.usable ? realloc_room(size) : size;
+	/* a run within the room realloc would give its new size stays as it
+	 * is (the append's next steps), not cut to the size */
 	if (b.owner == t->heap->comp->id &&
 	    (b.kind == BK_SMALL ? small && size_to_class(size + canary_bytes) == b.s->cls
-				: !small && realloc_in_place(t, a, &b, size))) {
+				: !small && ((size <= b.usable && align_up(realloc_room(size), PAGE_SIZE) >= b.usable) ||
+					     realloc_in_place(t, a, &b, want) ||
+					     (want != size && realloc_in_place(t, a, &b, size))))) {
 		stat_inc(reallocs_in_place);
 		return p;
 	}
-	void *q = heap_malloc(t, size);
+	void *q = heap_malloc(t, want);
+	if (!q && want != size)
+		q = heap_malloc(t, size);
 	if (!q)
 		return NULL;
 	touch_begin(&x, t, b.owner, p, b.usable);
