@@ -269,9 +269,11 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean);
 /* Give revoked ranges back to the allocator (called by the gather flush). */
 void pages_release(const struct range *r, unsigned n);
-/* Grow the live run at addr (npages) in place to new_npages if the pages
- * after it are free; returns true with them granted. */
-bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages, bool guard);
+/* Grow the live run at addr (npages) in place to as many pages as are free
+ * after it, at least min_npages and at most max_npages; returns the new
+ * count, with the pages granted, or 0 (nothing changed). */
+size_t pages_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
+			   bool guard);
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */

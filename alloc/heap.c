@@ -295,8 +295,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	if (b.owner == t->heap->comp->id &&
 	    (b.kind == BK_SMALL ? small && size_to_class(size + canary_bytes) == b.s->cls
 				: !small && ((size <= b.usable && align_up(realloc_room(size), PAGE_SIZE) >= b.usable) ||
-					     realloc_in_place(t, a, &b, want) ||
-					     (want != size && realloc_in_place(t, a, &b, size))))) {
+					     realloc_in_place(t, a, &b, size, want)))) {
 		stat_inc(reallocs_in_place);
 		return p;
 	}

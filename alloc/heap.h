@@ -130,7 +130,7 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		  size_t align_pages, bool guard, unsigned tag, bool *clean);
 /* A page run (<= LARGE_MAX) or whole segments for size bytes (NULL, errno). */
 void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero);
-bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size);
+bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size, size_t room);
 
 /* ---- alloc/harden.c ------------------------------------------------------ */
 void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n);

@@ -562,28 +562,36 @@ static void grow_keep_guard(uintptr_t old, uint16_t owner)
 }
 
 /* Grow the run at addr from npages to new_npages where it is, over the free
- * pages after it.  A guarded run takes the pages after its guard page: the
- * old guard becomes the run's, the last new page its guard. */
-bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages, bool guard)
+ * pages after it: as many as are free up to max_npages, at least
+ * min_npages (realloc asks for some room beyond the size: heap.c,
+ * realloc_room; deciding here, once, keeps a failed grant from being
+ * tried again at another size).  A guarded run takes the pages after its
+ * guard page: the old guard becomes the run's, the last new page its
+ * guard. */
+size_t pages_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
+			   bool guard)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = ((addr >> PAGE_SHIFT) & (SEG_PAGES - 1)) + guard;
-	size_t extra = new_npages - npages;
 	uintptr_t more = addr + ((npages + guard) << PAGE_SHIFT);
 	uint16_t owner = owner_of_page(s, addr);
-	if (s->kind != SEG_PAGES_K || i + new_npages > SEG_PAGES)
-		return false;
+	if (max_npages > SEG_PAGES - i)
+		max_npages = SEG_PAGES - i;
+	if (s->kind != SEG_PAGES_K || min_npages > max_npages)
+		return 0;
 	pthread_mutex_lock(&heap_lock);
-	bool ok = bit_next(s->free_map, i + npages, i + new_npages, false) == i + new_npages;
+	size_t new_npages = bit_next(s->free_map, i + npages, i + max_npages, false) - i;
+	bool ok = new_npages >= min_npages;
+	size_t extra = new_npages - npages;
 	bool fresh = ok && (seg_take_pages(s, i + npages, extra, owner) || owner == s->owner);
 	pthread_mutex_unlock(&heap_lock);
 	if (!ok)
-		return false;
+		return 0;
 	struct range r = { more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
 	if (!fresh) {
 		if (backing_purge(more, extra << PAGE_SHIFT)) {
 			pages_release(&r, 1); /* never opened: back as they were */
-			return false;
+			return 0;
 		}
 		stat_inc(purges);
 		stat_add(pages_purged, extra);
@@ -591,7 +599,7 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages, bool 
 	}
 	if (guard && grow_move_guard(addr, new_npages, owner)) {
 		pages_release(&r, 1);
-		return false;
+		return 0;
 	}
 	if (grant(comp_table[owner], addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
 		/* the new guard stays inaccessible; the old one stays the guard
@@ -599,9 +607,9 @@ bool pages_grow_in_place(uintptr_t addr, size_t npages, size_t new_npages, bool 
 		if (guard)
 			grow_keep_guard(addr + (npages << PAGE_SHIFT), owner);
 		pages_release(&r, 1); /* could not open them: straight back */
-		return false;
+		return 0;
 	}
-	return true;
+	return new_npages;
 }
 
 /* Pages [p, q) of s could not be purged while s changes hands: they hold

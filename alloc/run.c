@@ -194,8 +194,9 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 }
 
 /* Resize a page run or huge block of the caller's compartment where it
- * is; false: it must move. */
-bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
+ * is, to size bytes or, growing a page run, up to room bytes where the
+ * pages after it are free; false: it must move. */
+bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size, size_t room)
 {
 	size_t np = b->usable >> PAGE_SHIFT;
 	size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
@@ -212,11 +213,14 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size)
 	 * run its thread queued, no call (in place, realloc_grow1.5x/65536
 	 * took 10x as long, realloc_append64/65536 3x; realloc_append64/1MiB
 	 * took 65x as long moving at every page) */
-	if (b->kind == BK_LARGE && size <= LARGE_MAX &&
+	size_t max = align_up(room > size ? room : size, PAGE_SIZE) >> PAGE_SHIFT, got;
+	if (b->guarded && max > np && (max - np) * 4 > np)
+		max = np + np / 4;
+	if (b->kind == BK_LARGE && size <= LARGE_MAX && nnp > np &&
 	    (!b->guarded || (np >= 64 && (nnp - np) * 4 <= np)) &&
-	    pages_grow_in_place(a, np, nnp, b->guarded)) {
-		owner_set_large(a, nnp, b->owner);
-		stat_add(large_live_bytes, (nnp - np) << PAGE_SHIFT);
+	    (got = pages_grow_in_place(a, np, nnp, max > nnp ? max : nnp, b->guarded))) {
+		owner_set_large(a, got, b->owner);
+		stat_add(large_live_bytes, (got - np) << PAGE_SHIFT);
 		return true;
 	}
 	return huge_resize(a, b, np, nnp);
