@@ -39,10 +39,12 @@ if [ "$rc" -ne 0 ]; then
 	exit 1
 fi
 
-"$PY" - "$out" <<'PYEOF'
-import json, os, re, shutil, sys
+"$PY" - "$out" "$top_srcdir" <<'PYEOF'
+import contextlib, io, json, os, re, shutil, sys
 
 out = sys.argv[1]
+sys.path.insert(0, os.path.join(sys.argv[2], "bench"))
+from xpfobench.baseline import check_baseline, write_baseline
 bad = []
 md = open(os.path.join(out, "latest.md")).read()
 data = json.load(open(os.path.join(out, "latest.json")))
@@ -84,6 +86,32 @@ if shutil.which("gnuplot") and len(allocs) > 1:
         p = os.path.join(out, png)
         if not os.path.exists(p) or open(p, "rb").read(8) != b"\x89PNG\r\n\x1a\n":
             bad.append("%s missing or not a PNG" % png)
+# The regression guard (make bench-check) on this run's own ratios: against
+# a baseline of them it warns on none; against one where every ratio is 30%
+# lower (this run 30% worse) it warns on every one it compares.
+bpath = os.path.join(out, "baseline.json")
+write_baseline(data, bpath)
+base = json.load(open(bpath))
+nratios = len(base["ratios"])
+def guard(scale):
+    b = dict(base, ratios={k: v * scale for k, v in base["ratios"].items()})
+    json.dump(b, open(bpath, "w"))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = check_baseline(data, bpath, True)
+    return rc, err.getvalue().count("bench-check: WARNING")
+if nratios < 10:
+    bad.append("baseline of the smoke run has only %d ratios" % nratios)
+else:
+    rc, n = guard(1.0)
+    if rc != 0 or n:
+        bad.append("guard against its own ratios: exit %d, %d warnings" % (rc, n))
+    rc, n = guard(1 / 1.3)
+    if rc != 1 or n != nratios:
+        bad.append("guard against a 30%% regression of all %d ratios: exit %d, %d warnings"
+                   % (nratios, rc, n))
+    else:
+        print("guard: a 30%% regression warned on %d of %d ratios" % (n, nratios))
 for e in data["errors"]:
     # an allocator too slow for the smoke run is a note; xpfo reporting a
     # violation or a fatal error in a benchmark is a failure
