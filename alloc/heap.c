@@ -221,6 +221,21 @@ void heap_free(struct tstate *t, void *p)
 	free_slow(t, a, "free");
 }
 
+/* A page run that realloc grows gets an eighth more room than asked
+ * (page runs only: a huge block grows within its segments, huge_resize):
+ * a buffer grown by small steps (an append) then crosses a page boundary,
+ * so moves or grows in place, once per eighth of its size, not once per
+ * page: realloc_append64/1048576 moved 60 times and grew its guard 192
+ * times per chain.  The room pages are granted and untouched (no frames
+ * until written); malloc_usable_size reports them. */
+static size_t realloc_room(size_t size)
+{
+	if (size > LARGE_MAX)
+		return size;
+	size_t room = size + (size >> 3);
+	return room > LARGE_MAX ? LARGE_MAX : room;
+}
+
 void heap_check_sized(const void *p, size_t size, size_t align)
 {
 	struct blk b;
@@ -229,7 +244,7 @@ void heap_check_sized(const void *p, size_t size, size_t align)
 	if (stt != BLK_OK)
 		heap_misuse("free", a, stt, &b);
 	size_t want = b.kind == BK_SMALL ? classes[b.s->cls].size : b.usable;
-	size_t got;
+	size_t got, most;
 	if (b.kind == BK_SMALL) {
 		/* made before or after run_min() moved: its class decides */
 		unsigned c = size <= SMALL_MAX - canary_bytes ? size_to_class(size + canary_bytes)
@@ -237,12 +252,15 @@ void heap_check_sized(const void *p, size_t size, size_t align)
 		if (align > 16)
 			while (c < NCLASSES && classes[c].size % align)
 				c++;
-		got = c < NCLASSES ? classes[c].size : 0;
+		got = most = c < NCLASSES ? classes[c].size : 0;
 	} else {
-		/* heap_aligned serves size 0 with a large alignment one page */
-		got = align_up(size || align <= 16 ? size : 1, PAGE_SIZE);
+		/* heap_aligned serves size 0 with a large alignment one page;
+		 * a run realloc grew may have its room beyond the size */
+		size_t n = size || align <= 16 ? size : 1;
+		got = align_up(n, PAGE_SIZE);
+		most = align_up(realloc_room(n), PAGE_SIZE);
 	}
-	if (got != want)
+	if (want < got || want > most)
 		xpfo_fatal("sized free of %p with size %z: the block has size class %z (compartment \"%s\")",
 			   p, size, want, comp_name(b.owner));
 }
@@ -260,21 +278,6 @@ size_t heap_usable(const void *p)
  * where it is only when it is the caller's compartment's own; one of
  * another compartment moves, read like free reads it (struct touch: a
  * closed compartment's pages through /proc/self/mem, never opened). */
-/* A page run that realloc grows gets an eighth more room than asked
- * (page runs only: a huge block grows within its segments, huge_resize):
- * a buffer grown by small steps (an append) then crosses a page boundary,
- * so moves or grows in place, once per eighth of its size, not once per
- * page: realloc_append64/1048576 moved 60 times and grew its guard 192
- * times per chain.  The room pages are granted and untouched (no frames
- * until written); malloc_usable_size reports them. */
-static size_t realloc_room(size_t size)
-{
-	if (size > LARGE_MAX)
-		return size;
-	size_t room = size + (size >> 3);
-	return room > LARGE_MAX ? LARGE_MAX : room;
-}
-
 void *heap_realloc(struct tstate *t, void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p;

@@ -7,7 +7,10 @@
  *
  * <n> is the slot size for small blocks (malloc_usable_size + 8 with
  * canaries), the run's bytes for page runs.  Controls: the right size (and
- * a size of the same class) are accepted silently.
+ * a size of the same class) are accepted silently.  A run realloc grew has
+ * up to an eighth more room than its size (heap.c, realloc_room): freed
+ * with the size given to realloc it is accepted (the fuzzer's ops target
+ * found it refused), with the size it had before, refused.
  */
 #include "harness.h"
 
@@ -42,6 +45,25 @@ static int sized(const char *a, const char *fn, size_t n, size_t given)
 	return 0;
 }
 
+static int realloced(const char *a, size_t given)
+{
+	(void)a;
+	sized_fn f = lookup("free_sized");
+	char *p = malloc(65536);
+	if (!p || !(p = realloc(p, 100000)))
+		return 97;
+	memset(p, 1, 100000);
+	size_t u = malloc_usable_size(p);
+	if (u <= 102400) /* the room is what this case is about */
+		return 96;
+	tu_expect("xpfo: fatal: sized free of %p with size %zu: the block has size class %zu" ROOT,
+		 (void *)p, given, u);
+	f(h_opaque(p), given);
+	return 0;
+}
+
+static int c_realloced_ok(const char *a) { return realloced(a, 100000); }
+static int c_realloced(const char *a) { return realloced(a, 65536); }
 static int c_small(const char *a) { return sized(a, "free_sized", 100, 5000); }
 static int c_small_next(const char *a) { return sized(a, "free_sized", 100, 200); }
 static int c_small_ok(const char *a) { return sized(a, "free_sized", 100, 100); }
@@ -92,6 +114,8 @@ static const struct hcase cases[] = {
 	{ "delete-ok", c_delete_ok },
 	{ "delete[]-ok", c_delete_array_ok },
 	{ "free_aligned_sized-ok", c_aligned_ok },
+	{ "free_sized-realloced-run", c_realloced },
+	{ "free_sized-realloced-run-ok", c_realloced_ok },
 };
 
 #define ALL(c, x, v)                                                       \
@@ -115,6 +139,8 @@ static const struct hrun runs[] = {
 	ALL("delete-ok", HX_SILENT, 0),
 	ALL("delete[]-ok", HX_SILENT, 0),
 	ALL("free_aligned_sized-ok", HX_SILENT, 0),
+	ALL("free_sized-realloced-run", HX_DETECT, SIGABRT),
+	ALL("free_sized-realloced-run-ok", HX_SILENT, 0),
 };
 
 int main(int argc, char **argv)
