@@ -376,7 +376,7 @@ static bool lock_single_thread(void)
 {
 	long n = os_thread_count();
 	for (int i = 0; i < 1000 && n > 1; i++) {
-		sched_yield();
+		os_yield();
 		n = os_thread_count();
 	}
 	return n == 1;
