@@ -3,7 +3,7 @@
 # builds xb-work and runs bench/smoke.sh (a seconds-long dry run of the
 # runner that checks the table it writes; no timing assertions).
 #
-#   make bench          whole suite, < 20 min on 2 cores -> bench/results/
+#   make bench          whole suite, about 25 min on 2 cores -> bench/results/
 #   make bench-quick    small scale, < 3 min -> bench/results/quick/
 #   make bench-check    quick run compared with bench/results/baseline-quick.json
 #   make bench-baseline quick run written as the new baseline

@@ -57,7 +57,7 @@ def make_ctx(ap, args):
     ctx.repeat = args.repeat or {"smoke": 1, "quick": 3, "full": 5}[args.mode]
     ctx.timeout = {"smoke": 20, "quick": 60, "full": 300}[args.mode]
     # the micro suite is long (about 150 benchmarks per allocator): the full
-    # run gives it the quick run's time per benchmark, to stay under 20 min.
+    # run gives it the quick run's time per benchmark (a full run: about 23 min).
     # 0.05 s, not 0.01: at 0.01 s bench-check's micro ratios moved by 25%
     # between runs of the same build (2026-11-30); 0.05 s adds about a
     # minute to a quick run
