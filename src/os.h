@@ -62,8 +62,8 @@ int os_mem_read(const void *addr, void *buf, size_t n);
 int os_mem_write(void *addr, const void *buf, size_t n);
 int os_mem_zero(void *addr, size_t n);
 void os_mem_forget(void); /* in a fork child */
-/* Threads of this process not on their way out (/proc/self/task, less
- * those whose flags say PF_EXITING), or -errno. */
+/* Threads of this process not on their way out (/proc/self/status's
+ * count less the tasks whose stat flags say PF_EXITING), or -errno. */
 long os_thread_count(void);
 /* Random bytes from the kernel. */
 int os_random(void *buf, size_t n);
