@@ -226,8 +226,9 @@ void heap_free(struct tstate *t, void *p)
  * a buffer grown by small steps (an append) then crosses a page boundary,
  * so moves or grows in place, once per eighth of its size, not once per
  * page: realloc_append64/1048576 moved 60 times and grew its guard 192
- * times per chain.  Only for a growth by less than an eighth (an append).  The room pages are granted and untouched (no frames
- * until written); malloc_usable_size reports them. */
+ * times per chain.  Only for a growth by less than an eighth (an
+ * append).  The room pages are granted and untouched (no frames until
+ * written); malloc_usable_size reports them. */
 static size_t realloc_room(size_t size)
 {
 	if (size > LARGE_MAX)
