@@ -94,6 +94,7 @@ struct slab {
 	uint32_t rpending;    /* atomic: remote frees between their bit and their notice */
 	uint8_t guard;        /* a guard page follows the slab */
 	uint8_t kept;         /* empty, kept on its heap's partial list (slab.c) */
+	uint8_t spare;        /* empty, abandoned, counted in spare_pages (slab.c) */
 	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
 	uint64_t quar[SLAB_WORDS];   /* atomic: freed, held in a quarantine */
@@ -122,6 +123,7 @@ struct xpfo_compartment {
 	uint32_t access_gen;              /* changes at every open and close */
 	struct segment *segs;             /* segments it carves runs from (heap_lock) */
 	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (heap_lock) */
+	uint32_t spare_pages;             /* of empty abandoned slabs (heap_lock) */
 	uint32_t xsegs[COMP_XSEGS];       /* other segments holding runs transferred to it */
 	unsigned nxsegs;                  /* > COMP_XSEGS: walk every segment */
 	struct xpfo_compartment *next_free;

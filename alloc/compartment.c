@@ -975,6 +975,8 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 				collect_owned(&dl, &seg_table[i], c->id);
 	}
 	memset(c->abandoned, 0, sizeof c->abandoned);
+	stat_sub(spare_pages, c->spare_pages);
+	c->spare_pages = 0;
 	c->nxsegs = 0;
 	pthread_mutex_unlock(&heap_lock);
 	/* revoke, then hand back: whole segments with fresh mappings, and the

@@ -108,6 +108,41 @@ static bool slab_keep_empty(struct theap *h, struct slab *s)
 	return true;
 }
 
+/* Empty slabs of exited threads stay abandoned to their compartment, up
+ * to SPARE_PAGES pages of them, for the next thread that needs the class
+ * (adopt): a program that runs many short threads would otherwise retire
+ * every thread's empty slabs at its exit (a revocation, its TLB shootdown
+ * on every CPU and the mmap_lock) and grant new ones to the next thread,
+ * and empty whole segments and carve them again (threadchurn: 10.5
+ * revoking and 3 granting mprotect calls and one 4 MiB segment purge per
+ * thread).  The pages stay their compartment's, as a heap's kept empty
+ * slabs do, free slots filled; the bound is per compartment, not per
+ * thread. */
+#define SPARE_PAGES 128
+
+/* heap_lock held; true when s is (now) counted as a spare */
+static bool slab_spare(struct xpfo_compartment *c, struct slab *s)
+{
+	unsigned np = classes[s->cls].npages;
+	if (s->spare)
+		return true;
+	if (c->spare_pages + np > SPARE_PAGES)
+		return false;
+	c->spare_pages += np;
+	stat_add(spare_pages, np);
+	s->spare = 1;
+	return true;
+}
+
+static void slab_unspare(struct xpfo_compartment *c, struct slab *s)
+{
+	if (s->spare) {
+		s->spare = 0;
+		c->spare_pages -= classes[s->cls].npages;
+		stat_sub(spare_pages, classes[s->cls].npages);
+	}
+}
+
 /* s leaves the partial list to be allocated from again. */
 static inline void slab_unkeep(struct theap *h, struct slab *s)
 {
@@ -232,6 +267,7 @@ static struct slab *adopt(struct theap *h, unsigned cls)
 			s->next->prev = NULL;
 		s->next = s->prev = NULL;
 		s->abandoned = 0;
+		slab_unspare(c, s);
 		__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&heap_lock);
@@ -326,6 +362,7 @@ static void slab_unabandon(struct slab *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	s->abandoned = 0;
+	slab_unspare(c, s);
 }
 
 /* Give slot i back: to the heap that allocates from its slab, or to the
@@ -348,9 +385,10 @@ void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 		return;
 	}
 	__atomic_sub_fetch(&s->rpending, 1, __ATOMIC_SEQ_CST);
-	/* abandoned: if that was its last live slot, retire it here */
+	/* abandoned: if that was its last live slot, it stays a spare or
+	 * retires here */
 	pthread_mutex_lock(&heap_lock);
-	bool empty = slab_abandoned_empty(s);
+	bool empty = slab_abandoned_empty(s) && !slab_spare(comp_table[s->owner], s);
 	if (empty)
 		slab_unabandon(s);
 	pthread_mutex_unlock(&heap_lock);
@@ -388,12 +426,14 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 {
 	slab_collect(s);
 	slab_unkeep(h, s);
-	if (s->nused == 0 && slab_quiet(s)) {
+	bool empty = s->nused == 0 && slab_quiet(s);
+	struct xpfo_compartment *c = h->comp;
+	pthread_mutex_lock(&heap_lock);
+	if (empty && !slab_spare(c, s)) {
+		pthread_mutex_unlock(&heap_lock);
 		slab_retire(t, s);
 		return;
 	}
-	struct xpfo_compartment *c = h->comp;
-	pthread_mutex_lock(&heap_lock);
 	s->list = SL_NONE;
 	s->abandoned = 1;
 	s->prev = NULL;

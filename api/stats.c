@@ -88,6 +88,7 @@ void stats_fill(struct xpfo_stats *s)
 	s->live_guards = L(live_guards);
 	s->aliases = L(aliases);
 	s->uffd_armed = L(uffd_armed);
+	s->spare_bytes = L(spare_pages) << PAGE_SHIFT;
 	secret_usage(&s->secret_mapped_bytes, &s->secret_resident_bytes);
 #undef L
 	long v = os_count_vmas(heap_base, heap_end);

@@ -234,6 +234,10 @@ struct xpfo_stats {
 	/* hardening */
 	uint64_t touches_locked;        /* slot checks and fills done under a compartment's lock:
 					   the slot was not the thread's own nor root's */
+	/* thread heaps */
+	uint64_t spare_bytes;           /* now: empty slabs of exited threads kept, accessible to
+					   their compartment, for its next thread (at most 512 KiB
+					   a compartment) */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

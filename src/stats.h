@@ -26,7 +26,7 @@
 	X(pages_quarantined) X(mapped_pages) X(peak_mapped_pages)          \
 	X(resident_pages) X(peak_resident_pages) X(metadata_bytes)         \
 	X(segments) X(large_live_bytes) X(compartments) X(degraded) X(vma_budget) X(keys_in_use) X(live_guards) \
-	X(aliases) X(uffd_armed)
+	X(aliases) X(uffd_armed) X(spare_pages)
 
 /* Every field of struct xpfo_stats (include/xpfo.h), in its order: the one
  * list both reports walk.  T(name): a scalar the text report's summary lines
@@ -53,7 +53,7 @@
 	T(touches_skipped) T(close_failures) T(sandbox_denied) T(sandbox_granted) T(sandbox_passed) \
 	T(secret_mapped_bytes) T(secret_resident_bytes) T(aliases) T(alias_revocations) \
 	N(regrants_soon) T(uffd_armed) T(spans_released_uffd) T(uffd_faults) T(uffd_fills) T(uffd_syscalls) \
-	N(touches_locked)
+	N(touches_locked) N(spare_bytes)
 
 struct stats_global {
 #define X(n) uint64_t n;
