@@ -75,6 +75,37 @@ static void test_runs(void)
 	CHECK(owner_lookup(a, &b) == BLK_FREED, "a quarantined run reads as freed");
 }
 
+/* Runs of 16 pages or more have their entries written in bulk (eight at
+ * a time, then the rest): every page of runs of lengths around those
+ * steps, live and then queued, and the owner word of each. */
+static void test_long_runs(void)
+{
+	struct segment *s = carve(1, 5);
+	size_t lens[] = { 15, 16, 17, 23, 24, 25, 256, 263 };
+	size_t at = 0;
+	for (size_t n = 0; n < sizeof lens / sizeof lens[0]; n++) {
+		size_t np = lens[n];
+		uintptr_t a = take(s, at, np, 5);
+		owner_set_large(a, np, 5);
+		size_t bad = 0;
+		struct blk b;
+		for (size_t k = 0; k < np; k++) {
+			enum blk_status st = owner_lookup(a + PG(k) + 8, &b);
+			bad += st != BLK_INTERIOR || b.base != a || b.usable != PG(np) ||
+			       owner_of_page(s, a + PG(k)) != 5;
+		}
+		CHECK(!bad && owner_lookup(a, &b) == BLK_OK, "run of %zu pages: %zu pages wrong", np,
+		      bad);
+		owner_set_pending(a, np, -1, 5);
+		for (size_t k = 1; k < np; k++)
+			bad += owner_lookup(a + PG(k) + 8, &b) != BLK_NOT_BLOCK ||
+			       owner_of_page(s, a + PG(k)) != 5;
+		CHECK(!bad && owner_lookup(a, &b) == BLK_FREED, "queued run of %zu pages: %zu wrong",
+		      np, bad);
+		at += np + 1;
+	}
+}
+
 static void test_slabs(void)
 {
 	struct segment *s = carve(1, 9);
@@ -191,6 +222,7 @@ int main(void)
 	if (!seg_table || !slab_table)
 		tu_hard_error("calloc");
 	test_runs();
+	test_long_runs();
 	test_slabs();
 	test_walk();
 	struct tu_child c;
