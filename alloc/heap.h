@@ -94,9 +94,14 @@ static inline bool waf_clean_direct(const unsigned char *p, size_t user)
 	waf_vec acc = { 0, 0 }, v;
 	uint64_t w, rest;
 	if (likely(head == 64)) { /* the default's waf_bytes, slots past 72 bytes */
-		waf_vec h[4];
-		memcpy(h, p, sizeof h);
-		acc = h[0] | h[1] | h[2] | h[3];
+		/* four loads into registers (an array of four went through
+		 * the stack: a store and a load more each) */
+		waf_vec h0, h1, h2, h3;
+		memcpy(&h0, p, sizeof h0);
+		memcpy(&h1, p + 16, sizeof h1);
+		memcpy(&h2, p + 32, sizeof h2);
+		memcpy(&h3, p + 48, sizeof h3);
+		acc = (h0 | h1) | (h2 | h3);
 		i = 64;
 	}
 	for (; i + 16 <= head; i += 16) {
