@@ -30,7 +30,19 @@ static void *pool_free[POOL_BINS];
 struct big_free {
 	struct big_free *next;
 	size_t size;
+	bool clean; /* its whole pages past this header were purged: zero */
 };
+
+/* The whole pages of a big block [p, p + size) past its free header: purged
+ * when it is freed, so a thread state's gather (most of its 130 KiB) is not
+ * kept resident, nor cleared again, by the next thread that takes it. */
+static void big_pages(const void *p, size_t size, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = align_up((uintptr_t)p + sizeof(struct big_free), PAGE_SIZE);
+	*hi = ((uintptr_t)p + size) & ~(uintptr_t)(PAGE_SIZE - 1);
+	if (*hi < *lo)
+		*hi = *lo;
+}
 static struct big_free *pool_big;
 
 static size_t slab_next;     /* ids handed out so far (heap_lock) */
@@ -122,19 +134,32 @@ void *meta_alloc(size_t size)
 	size = align_up(size, 64);
 	size_t bin = size / 64;
 	void *r = NULL;
+	bool fresh = false, clean = false;
 	pthread_mutex_lock(&pool_lock);
 	if (bin < POOL_BINS && pool_free[bin]) {
 		r = pool_free[bin];
 		pool_free[bin] = *(void **)r;
 	} else if (bin >= POOL_BINS && (r = big_take(size))) {
-		/* reused */
+		clean = ((struct big_free *)r)->clean;
 	} else if ((size_t)(pool_end - pool_cur) >= size) {
 		r = pool_cur;
 		pool_cur += size;
+		fresh = true;
 	}
 	pthread_mutex_unlock(&pool_lock);
 	if (r) {
-		memset(r, 0, size);
+		/* the pool's memory past pool_cur was never written (the
+		 * region's pages read as zero until then): clearing it would
+		 * make all of it resident, and a thread state is 130 KiB, most
+		 * of it a gather a thread fills only as far as it queues */
+		if (clean) {
+			uintptr_t lo, hi;
+			big_pages(r, size, &lo, &hi);
+			memset(r, 0, lo - (uintptr_t)r);
+			memset((void *)hi, 0, (uintptr_t)r + size - hi);
+		} else if (!fresh) {
+			memset(r, 0, size);
+		}
 		stat_add(metadata_bytes, size);
 	}
 	return r;
@@ -145,9 +170,16 @@ void meta_free(void *p, size_t size)
 	size = align_up(size, 64);
 	size_t bin = size / 64;
 	stat_sub(metadata_bytes, size);
+	bool clean = false;
+	if (bin >= POOL_BINS) {
+		uintptr_t lo, hi;
+		big_pages(p, size, &lo, &hi);
+		clean = hi > lo && !os_purge((void *)lo, hi - lo);
+	}
 	pthread_mutex_lock(&pool_lock);
 	if (bin >= POOL_BINS) {
 		struct big_free *b = p;
+		b->clean = clean;
 		b->size = size;
 		b->next = pool_big;
 		pool_big = b;

@@ -164,6 +164,13 @@ tests_unit_owner_SOURCES = tests/unit/owner.c alloc/owner.c alloc/sizeclass.c sr
 	src/fatal.c src/os.c src/memfd.c src/uffd.c src/stats.c $(tests_common)
 tests_unit_owner_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_unit_owner_CFLAGS = $(tests_cflags)
+# The same for the metadata pool (alloc/meta.c).
+check_PROGRAMS += tests/unit/meta
+TESTS += tests/unit/meta
+tests_unit_meta_SOURCES = tests/unit/meta.c alloc/meta.c src/options.c \
+	src/fatal.c src/os.c src/memfd.c src/uffd.c src/stats.c $(tests_common)
+tests_unit_meta_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+tests_unit_meta_CFLAGS = $(tests_cflags)
 # The same for the thread streams (src/random.c).
 check_PROGRAMS += tests/unit/random
 TESTS += tests/unit/random
