@@ -150,13 +150,14 @@ struct range {
 	uint32_t npages;                  /* 0: a removed entry */
 	uint16_t owner;
 	uint8_t kind;                     /* enum range_kind */
-	uint8_t purged;                   /* set by the flush */
+	uint8_t purged;                   /* set by the flush (PURGED_MARKED: by guard markers) */
 	uint16_t next, prev;              /* bucket list (by size) */
 	uint32_t gen;                     /* segment gen when queued */
 	uint32_t cgen;                    /* owner's access_gen when queued */
 	uint8_t flags;                    /* RF_* */
 };
 enum range_kind { RK_RUN, RK_HUGE };
+#define PURGED_MARKED 2
 #define RF_GUARDED 1  /* its last page is a guard (inaccessible) */
 #define RF_SPARE 2    /* granted, never used (a grant chunk's rest) */
 #define RF_CLASS(cls) ((unsigned)((cls) + 1) << 2) /* a retired slab of class cls */
@@ -232,6 +233,10 @@ struct tstate {
 	struct rng rng;
 	struct quarantine q;
 	struct gather g;
+	/* pages.c's last take of free pages by this thread, for the grant
+	 * that follows (revoke.c guard_marks): how many were under guard
+	 * markers with root's protection (release=guard) */
+	struct { uintptr_t addr; uint32_t npages, open, open_head; } take;
 };
 
 /* ---- globals: heap_lock (pages.c), the compartment table (compartment.c),

@@ -305,8 +305,27 @@ static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsign
 	s->free_pages = SEG_PAGES;
 	memset(s->free_map, 0xff, sizeof s->free_map);
 	memset(s->clean_map, 0xff, sizeof s->clean_map);
+	memset(s->open_map, 0, sizeof s->open_map);
 	owner_reset(s);
 	seg_list_add(c, s);
+}
+
+/* The open guard-marked pages among [i, i+n) of s leave the open map; the
+ * thread notes how many for its grant (revoke.c guard_marks). */
+static void take_note(struct segment *s, size_t i, size_t n)
+{
+	/* all but the last page apart: a guarded run's guard is its last */
+	size_t head = n > 1 ? bit_count(s->open_map, i, n - 1) : 0;
+	size_t open = head + (size_t)(s->open_map[(i + n - 1) / 64] >> ((i + n - 1) % 64) & 1);
+	if (open)
+		bit_fill(s->open_map, i, n, false);
+	struct tstate *t = tl_state;
+	if (t) {
+		t->take.addr = seg_addr(s) + (i << PAGE_SHIFT);
+		t->take.npages = (uint32_t)n;
+		t->take.open = (uint32_t)open;
+		t->take.open_head = (uint32_t)head;
+	}
 }
 
 /* Take pages [i, i+n) of s: they leave the free map, get placeholder entries
@@ -318,6 +337,7 @@ static bool seg_take_pages(struct segment *s, size_t i, size_t n, uint16_t owner
 	s->free_pages -= (uint32_t)n;
 	size_t clean = bit_count(s->clean_map, i, n);
 	bit_fill(s->clean_map, i, n, false);
+	take_note(s, i, n);
 	/* the owner from the start: an open/close walk that runs before the
 	 * run is set up must already count these pages as the owner's */
 	owner_set_taken(seg_addr(s) + (i << PAGE_SHIFT), n, owner);
@@ -515,6 +535,10 @@ void pages_release(const struct range *r, unsigned n)
 		bit_fill(s->free_map, i, r[k].npages, true);
 		if (r[k].purged)
 			seg_mark_clean(s, i, r[k].npages);
+		/* a guarded run's last page was the guard: its protection
+		 * is not known (closed, or open under markers) */
+		if (r[k].purged == PURGED_MARKED)
+			bit_fill(s->open_map, i, r[k].npages - (r[k].flags & RF_GUARDED ? 1 : 0), true);
 		s->free_pages += r[k].npages;
 		stat_sub(mapped_pages, r[k].npages);
 		if (s->free_pages == SEG_PAGES && !s->releasing) {

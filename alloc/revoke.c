@@ -572,6 +572,73 @@ static bool release_watched(struct range *r, unsigned i, unsigned j, size_t len)
 	return true;
 }
 
+/* release=guard (auto where the kernel has it): 1 markers installed, 0
+ * off (or refused: the kernel has none), -1 not tried yet.  No probe: the
+ * first span revoked is the try, so no call is made for nothing. */
+static int guard_state = -1;
+
+static bool guard_mode(void)
+{
+	int s = __atomic_load_n(&guard_state, __ATOMIC_RELAXED);
+	if (likely(s >= 0))
+		return s;
+	return opt.revoke != REVOKE_OFF &&
+	       (opt.release == RELEASE_AUTO || opt.release == RELEASE_GUARD);
+}
+
+/* The kernel refused markers (EINVAL, ENOSYS) before any was installed:
+ * none here (before Linux 6.13), mprotect for good, said once. */
+static void guard_refused(int e)
+{
+	int was = -1;
+	if (!__atomic_compare_exchange_n(&guard_state, &was, 0, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED))
+		return;
+	if (opt.release == RELEASE_GUARD || opt.verbose)
+		xpfo_warn("release=guard: no guard markers here (errno %d; Linux 6.13 has them): "
+			  "revoked pages are protected with mprotect", (long)e);
+}
+
+/* Can the span r[i..j) be revoked with guard markers?  Root's page runs in
+ * root's segments, plain anonymous memory, outside a locked thread (its
+ * executor decides madvise calls: DONTNEED only): their protection stays
+ * root's, which a grant back to root then need not change (guard_marks). */
+static bool span_guardable(const struct range *r, unsigned i, unsigned j, size_t len)
+{
+	if (tl_sandbox_locked || !guard_mode() || seg_of(r[i].addr)->owner != comp_root.id ||
+	    backing_special(r[i].addr, len))
+		return false;
+	for (unsigned k = i; k < j; k++)
+		if (r[k].kind != RK_RUN || r[k].owner != comp_root.id)
+			return false;
+	return true;
+}
+
+/* Revoke the span with guard markers: one madvise, no VMA split, its
+ * frames released (so marked purged: no purge call after).  0; -1 to
+ * protect it the usual way (markers refused: an older kernel, or an
+ * mlocked mapping); else the errno of a failure. */
+static int release_marked(struct range *r, unsigned i, unsigned j, size_t len)
+{
+	int e = os_guard((void *)r[i].addr, len, true);
+	stat_inc(revoke_syscalls);
+	if (e == EINVAL || e == ENOSYS) {
+		guard_refused(e);
+		return -1;
+	}
+	if (e)
+		return e;
+	if (__atomic_load_n(&guard_state, __ATOMIC_RELAXED) < 0)
+		__atomic_store_n(&guard_state, 1, __ATOMIC_RELAXED);
+	stat_inc(spans_guarded);
+	stat_inc(purges);
+	stat_add(pages_purged, len >> PAGE_SHIFT);
+	stat_add(pages_revoked, len >> PAGE_SHIFT);
+	for (unsigned k = i; k < j; k++)
+		r[k].purged = PURGED_MARKED;
+	return 0;
+}
+
 /* Take access away from the span r[i..j) (contiguous): 0, or the errno of
  * a failure (its runs are quarantined).  *done: released already. */
 static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
@@ -587,8 +654,13 @@ static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
 	 * release=mprotect asks for that; otherwise it stays protected. */
 	if (degraded && uffd_unwatched_ok() && release_unprotected(r[i].addr, len))
 		return 0;
-	int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
-	stat_inc(revoke_syscalls);
+	int e = span_guardable(r, i, j, len) ? release_marked(r, i, j, len) : -1;
+	if (!e)
+		return 0;
+	if (e < 0) {
+		e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
+		stat_inc(revoke_syscalls);
+	}
 	if (e == ENOMEM) {
 		vma_check(true);
 		if ((uffd_degrade_on() && release_watched(r, i, j, len)) ||
@@ -849,8 +921,40 @@ int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	return c->open ? grant_now(c->id, addr, len, key_plain()) : 0;
 }
 
+/* Under release=guard any free page of root's segments may carry guard
+ * markers (and a guard page keeps them, its own protection unknown), so
+ * every grant there removes them first (one madvise; nothing to do where
+ * there are none): the pages read zero from then on.  Other segments
+ * never have any (span_guardable; a segment that changes hands is mapped
+ * afresh).  Then true when [addr, addr+len) is this thread's last take
+ * of free pages (pages.c, just before the grant) and every one of its
+ * pages was revoked with markers, open to root (pages.c open_map): root's
+ * protection is theirs already, no mprotect.  *e: a failure's errno. */
+static bool guard_granted(struct xpfo_compartment *c, uintptr_t addr, size_t len, int *e)
+{
+	*e = 0;
+	if (__atomic_load_n(&guard_state, __ATOMIC_RELAXED) <= 0 || opt.revoke == REVOKE_OFF ||
+	    seg_of(addr)->owner != comp_root.id)
+		return false;
+	struct tstate *t = tl_state;
+	size_t np = len >> PAGE_SHIFT;
+	/* the whole take, or all of it but its last page (a new run's guard,
+	 * which keeps its markers or its closed protection: inaccessible) */
+	bool open = t && addr == t->take.addr &&
+		    ((np == t->take.npages && t->take.open == np) ||
+		     (np + 1 == t->take.npages && t->take.open_head == np));
+	if (t)
+		t->take.npages = 0; /* used */
+	*e = os_guard((void *)addr, len, false);
+	stat_inc(grant_syscalls);
+	return *e || (open && c == &comp_root && !pkeys_on && comp_root.open);
+}
+
 int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
+	int ge;
+	if (guard_granted(c, addr, len, &ge))
+		return ge ? ge : uffd_fill_grant(c, addr, len);
 	int se = secret_back(c, addr, len); /* a secret compartment's new frames */
 	if (se)
 		return se;

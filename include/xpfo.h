@@ -238,6 +238,8 @@ struct xpfo_stats {
 	uint64_t spare_bytes;           /* now: empty slabs of exited threads kept, accessible to
 					   their compartment, for its next thread (at most 512 KiB
 					   a compartment) */
+	/* revocation */
+	uint64_t spans_guarded;         /* spans revoked with guard markers (release=guard) */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -57,7 +57,7 @@ struct opt_desc {
 static const char *const backend_names[] = { "auto", "mprotect", "pkeys", NULL };
 static const char *const revoke_names[] = { "batched", "eager", "off", NULL };
 static const char *const comp_names[] = { "off", "thread", NULL };
-static const char *const release_names[] = { "auto", "mprotect", "uffd", NULL };
+static const char *const release_names[] = { "auto", "mprotect", "uffd", "guard", NULL };
 static const char *const profile_names[] = { "default", "strict", "light", NULL };
 /* an on/off option with more values: a bare "stats" is "stats=1" */
 static const char *const stats_names[] = { "0", "1", "json", NULL };
@@ -94,12 +94,13 @@ static const struct opt_desc table[] = {
 	{ "max_vmas", T_ULONG, OFF(max_vmas), 0, 1ul << 31, NULL,
 	  "VMAs the process may reach before small revocations degrade to releases "
 	  "(0: half of vm.max_map_count)" },
-	{ "release", T_ENUM, OFF(release), 0, 2, release_names,
+	{ "release", T_ENUM, OFF(release), 0, 3, release_names,
 	  "how a revoked span is taken away: mprotect (PROT_NONE: each boundary splits a VMA); "
 	  "uffd (its frames released, the pages watched by a userfaultfd: a stale access is "
-	  "reported, no VMA is split); auto: mprotect, the userfaultfd armed only when the VMA "
-	  "budget is exceeded, to watch what is released there (unavailable: spans stay "
-	  "protected)" },
+	  "reported, no VMA is split); guard (root's spans: guard markers installed, frames "
+	  "released, no VMA split, one call; Linux 6.13, else mprotect); auto: guard where the "
+	  "kernel has it, else mprotect, the userfaultfd armed only when the VMA budget is "
+	  "exceeded, to watch what is released there (unavailable: spans stay protected)" },
 	{ "profile", T_ENUM, OFF(profile), 0, 2, profile_names,
 	  "mitigation set: default (what costs little), strict (everything), light (the "
 	  "fewest); the mitigation options below override it" },

@@ -8,7 +8,7 @@ enum revoke_mode { REVOKE_BATCHED, REVOKE_EAGER, REVOKE_OFF };
 enum backend_kind { BACKEND_AUTO, BACKEND_MPROTECT, BACKEND_PKEYS };
 enum comp_mode { COMP_MODE_OFF, COMP_MODE_THREAD };
 enum profile { PROFILE_DEFAULT, PROFILE_STRICT, PROFILE_LIGHT };
-enum release_mode { RELEASE_AUTO, RELEASE_MPROTECT, RELEASE_UFFD };
+enum release_mode { RELEASE_AUTO, RELEASE_MPROTECT, RELEASE_UFFD, RELEASE_GUARD };
 
 struct options {
 	unsigned backend;     /* enum backend_kind */

@@ -143,6 +143,20 @@ int os_purge(void *addr, size_t size)
 	return os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved);
 }
 
+#define OS_MADV_GUARD_INSTALL 102 /* linux/mman.h of 6.13 */
+#define OS_MADV_GUARD_REMOVE 103
+
+int os_guard(void *addr, size_t size, bool install)
+{
+	int e = injected(OS_OP_PROTECT);
+	if (e)
+		return e;
+	int saved = errno;
+	stat_inc(madvise_syscalls);
+	return os_result(madvise(addr, size, install ? OS_MADV_GUARD_INSTALL
+						      : OS_MADV_GUARD_REMOVE) != 0, saved);
+}
+
 int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
 {
 	if (key < 0)

@@ -35,6 +35,12 @@ int os_protect(void *addr, size_t size, enum os_prot prot);
 int os_protect_key(void *addr, size_t size, enum os_prot prot, int key);
 /* Give the pages' frames back: the next touch sees zeros. */
 int os_purge(void *addr, size_t size);
+/* Guard markers (MADV_GUARD_INSTALL / MADV_GUARD_REMOVE, Linux 6.13): an
+ * access to a marked page faults (SIGSEGV), and no VMA changes.  Installing
+ * releases the pages' frames (they read zero once the markers go); removing
+ * leaves the pages as they are.  Counted as madvise calls; OS_OP_PROTECT
+ * injections apply (a protection change). */
+int os_guard(void *addr, size_t size, bool install);
 /* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new
  * frames (zero), and one VMA where protection changes had split it. */
 int os_remap(void *addr, size_t size, enum os_prot prot);

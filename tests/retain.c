@@ -7,9 +7,12 @@
  * allocates 24 MiB of 256-byte blocks, frees those in every other 32 KiB
  * of the heap (so each freed span is short) and flushes: the revoked
  * pages still resident (resident_bytes - mapped_bytes) must be at most
- * 2 MiB.  Then the same with the default options: at most the default
- * retain (4 MiB).  With every purge failing (injected ENOMEM): the
- * pages stay resident, still revoked, and exactly one warning says so.
+ * 2 MiB.  Then the same with the default retain: at most 4 MiB.  These run
+ * with release=mprotect, the mode that keeps revoked pages resident (guard
+ * markers, the default where the kernel has them, release their frames as
+ * they revoke: tests/guardrel); once more with the default options.  With
+ * every purge failing (injected ENOMEM): the pages stay resident, still
+ * revoked, and exactly one warning says so.
  * Last, a sweep that could not bring them under the bound is not repeated
  * at every flush (each would walk the whole heap for nothing): with the
  * purges failing for the first fill only, 100 flushes that retain nothing
@@ -109,7 +112,7 @@ static int fill_sweep_bound(unsigned long limit)
 static void run_sweep_bound(void)
 {
 	char *argv[] = { "/proc/self/exe", "--sweep-bound", "2097152", NULL };
-	const char *env[] = { "XPFO_OPTIONS=retain=2097152", NULL };
+	const char *env[] = { "XPFO_OPTIONS=retain=2097152,release=mprotect", NULL };
 	struct tu_child r;
 	if (tu_run_cmd(argv, env, 120, &r))
 		tu_hard_error("cannot run the child");
@@ -124,7 +127,7 @@ static void run_sweep_bound(void)
 static void run_purge_fails(void)
 {
 	char *argv[] = { "/proc/self/exe", "--purge-fails", "2097152", NULL };
-	const char *env[] = { "XPFO_OPTIONS=retain=2097152", NULL };
+	const char *env[] = { "XPFO_OPTIONS=retain=2097152,release=mprotect", NULL };
 	struct tu_child r;
 	if (tu_run_cmd(argv, env, 120, &r))
 		tu_hard_error("cannot run the child");
@@ -165,7 +168,8 @@ int main(int argc, char **argv)
 		return fill_purge_fails(strtoul(argv[2], NULL, 10));
 	if (argc == 3 && !strcmp(argv[1], "--sweep-bound"))
 		return fill_sweep_bound(strtoul(argv[2], NULL, 10));
-	run("XPFO_OPTIONS=retain=2097152", "2097152");
+	run("XPFO_OPTIONS=retain=2097152,release=mprotect", "2097152");
+	run("XPFO_OPTIONS=release=mprotect", "4194304");
 	run("XPFO_OPTIONS", "4194304");
 	run_purge_fails();
 	run_sweep_bound();

@@ -2,9 +2,12 @@
 # revoke-strace.sh - count, with strace, the protection syscalls of freeing
 # 10,000 page-sized allocations and flushing (tests/revoke --free-loop),
 # with the default options and with revoke=eager.  Checks: strace sees
-# exactly as many mprotect/pkey_mprotect calls in the measured window as
-# xpfo's counters report (revoke_syscalls + grant_syscalls), and the default
-# makes at least 20x fewer than eager.
+# exactly as many protection calls in the measured window as xpfo's
+# counters report (revoke_syscalls + grant_syscalls), and the default makes
+# at least 20x fewer than eager.  A protection call is an mprotect or
+# pkey_mprotect, or (release=guard, the default where the kernel has guard
+# markers) an madvise that installs (0x66, a revocation) or removes (0x67,
+# a grant) guard markers.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
 command -v strace >/dev/null 2>&1 || hard_error "strace not installed (Debian package: strace)"
@@ -25,18 +28,18 @@ field() { sed -n "s/^$1=//p" "$2"; }
 for mode in default eager; do
 	if [ $mode = default ]; then
 		env -u XPFO_OPTIONS strace -f -qq -o "$tmp/trace.$mode" \
-			-e trace=mprotect,pkey_mprotect,write \
+			-e trace=mprotect,pkey_mprotect,madvise,write \
 			"$prog" --free-loop 10000 4096 >"$tmp/out.$mode" 2>"$tmp/err.$mode"
 	else
 		env XPFO_OPTIONS=revoke=eager strace -f -qq -o "$tmp/trace.$mode" \
-			-e trace=mprotect,pkey_mprotect,write \
+			-e trace=mprotect,pkey_mprotect,madvise,write \
 			"$prog" --free-loop 10000 4096 >"$tmp/out.$mode" 2>"$tmp/err.$mode"
 	fi
 	rc=$?
 	[ $rc -eq 0 ] || { cat "$tmp/err.$mode" >&2; hard_error "$mode: revoke --free-loop under strace failed (exit $rc)"; }
 	grep -q xpfo-test-end "$tmp/trace.$mode" || hard_error "$mode: no end marker in the trace"
-	all=$(count_window "$tmp/trace.$mode" '(^|[ ])(pkey_)?mprotect\(')
-	none=$(count_window "$tmp/trace.$mode" '(^|[ ])(pkey_)?mprotect\(.*PROT_NONE')
+	all=$(count_window "$tmp/trace.$mode" '(^|[ ])((pkey_)?mprotect\(|madvise\(.*, 0x6[67] )')
+	none=$(count_window "$tmp/trace.$mode" '(^|[ ])((pkey_)?mprotect\(.*PROT_NONE|madvise\(.*, 0x66 )')
 	rs=$(field revoke_syscalls "$tmp/out.$mode")
 	gs=$(field grant_syscalls "$tmp/out.$mode")
 	pr=$(field pages_revoked "$tmp/out.$mode")

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -498,6 +499,16 @@ void tu_xpfo_init(int require)
 	else
 		fprintf(stderr, "%s: xpfo absent: running on the system malloc "
 				"(validating the test itself)\n", tu_prog);
+}
+
+int tu_guard_markers(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	int ok = madvise(p, 4096, 102 /* MADV_GUARD_INSTALL */) == 0;
+	munmap(p, 4096);
+	return ok;
 }
 
 void tu_stats(struct xpfo_stats *s)

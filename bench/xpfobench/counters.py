@@ -15,7 +15,7 @@ XPFO_LEVELS = {"vmas", "peak_resident_kib", "pages_quarantined"}
 # derived from peak_resident_bytes)
 XPFO_KEPT = ["revoke_queued", "pages_purged", "pages_quarantined", "allocs",
              "regrants_soon", "uffd_faults", "uffd_fills", "spans_released_uffd",
-             "uffd_syscalls"]
+             "uffd_syscalls", "spans_guarded"]
 
 # the start of an object; the first key is the format's version
 _START = re.compile(r'\{"xpfo_stats": ')

@@ -1,5 +1,5 @@
 /* osfail.c - what the program sees when a purge (madvise / remap) fails,
- * injected with xpfo__test_inject(TU_OS_PURGE, EIO).  (A failed mprotect is
+ * injected with xpfo__test_inject(TU_OS_PURGE, EIO), under release=mprotect.  (A failed mprotect is
  * failclosed's, /proc/self/mem nomem's; mmap only runs at start-up, where
  * tests/reserve.sh makes it fail for real under ulimit -v.)
  *
@@ -139,8 +139,27 @@ static int huge_twice(void *arg)
 	return 0;
 }
 
-int main(void)
+/* The purges these cases make fail are release=mprotect's: guard markers
+ * (the default where the kernel has them) release frames as they revoke,
+ * with no purge of their own (tests/guardrel).  xpfo reads its options
+ * once: run again with release=mprotect added. */
+static void with_mprotect(char **argv)
 {
+	if (getenv("OSFAIL_AGAIN"))
+		return;
+	const char *o = getenv("XPFO_OPTIONS");
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s%srelease=mprotect", o ? o : "", o && *o ? "," : "");
+	if (setenv("XPFO_OPTIONS", buf, 1) || setenv("OSFAIL_AGAIN", "1", 1))
+		tu_hard_error("setenv");
+	execv("/proc/self/exe", argv);
+	tu_hard_error("exec: %s", strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	with_mprotect(argv);
 	tu_prog = "osfail";
 	tu_xpfo_init(1);
 	iso_stdio_warmup();

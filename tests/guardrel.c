@@ -1,0 +1,158 @@
+/* guardrel.c - revocation with guard markers (release=guard, and
+ * release=auto where the kernel has MADV_GUARD_INSTALL, Linux 6.13).
+ *
+ * A child allocates 170 page runs of 24 KiB (six pages, no guard page:
+ * guard_large=0, so the runs fill one segment), frees every other one and
+ * flushes: the 85 freed spans lie apart.
+ *
+ *  scatter, release=guard: each span is revoked by one madvise installing
+ *     guard markers (spans_guarded counts them), which splits no VMA (the
+ *     heap's VMAs grow by at most 4), and releases their frames (no purge
+ *     call after).  The 85 runs allocated again get those pages back with
+ *     one madvise each taking the markers away and no mprotect (their
+ *     protection stayed root's), read zero and take writes.
+ *  scatter, release=mprotect: no span guarded, the VMAs split (at least
+ *     85 more): the comparison that shows what the markers save.
+ *  uaf, release=guard: a read of a freed, revoked run is reported
+ *     ("xpfo: violation: read of ...") and ends the child by SIGSEGV.
+ *  first try refused, release=guard (ENOSYS injected into the first
+ *     install, as a kernel before 6.13 answers): one warning, and
+ *     revocation falls back to mprotect (no span guarded, the VMAs split).
+ * On a kernel without guard markers the release=guard cases check the
+ * fallback only (said in the log).
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define N 170 /* 6-page runs: one segment of 1,024 pages, no room after them */
+#define SIZE (24u << 10)
+
+static void *run[N];
+
+static int fill_free(struct xpfo_stats *before, struct xpfo_stats *after)
+{
+	for (int i = 0; i < N; i++)
+		if (!(run[i] = xpfo_malloc(SIZE)))
+			return 99;
+	tu_stats(before);
+	for (int i = 0; i < N; i += 2)
+		xpfo_free(run[i]);
+	xpfo_flush();
+	tu_stats(after);
+	return 0;
+}
+
+#define D(f) ((unsigned long long)(s1.f - s0.f))
+
+/* exit 0: the expectations of `mode` hold (g: guard markers, m: mprotect) */
+static int scatter(char mode)
+{
+	struct xpfo_stats s0, s1, s2;
+	if (fill_free(&s0, &s1))
+		return 99;
+	printf("free and flush: %llu spans guarded, %llu revoking calls, heap VMAs %llu -> %llu\n",
+	       D(spans_guarded), D(revoke_syscalls), (unsigned long long)s0.vmas,
+	       (unsigned long long)s1.vmas);
+	if (mode == 'm')
+		return D(spans_guarded) == 0 && s1.vmas >= s0.vmas + N / 2 ? 0 : 1;
+	if (D(spans_guarded) < N / 2 || s1.vmas > s0.vmas + 4)
+		return 1;
+	size_t bad = 0;
+	for (int i = 0; i < N; i += 2) {
+		unsigned char *p = run[i] = xpfo_malloc(SIZE);
+		if (!p)
+			return 99;
+		for (size_t k = 0; k < SIZE; k += 4096)
+			bad += p[k] != 0 || p[SIZE - 1] != 0;
+		memset(p, 0x5a, SIZE);
+	}
+	tu_stats(&s2);
+	unsigned long long g = s2.grant_syscalls - s1.grant_syscalls;
+	unsigned long long m = s2.madvise_syscalls - s1.madvise_syscalls;
+	/* a grant of pages that were all open under markers is one madvise
+	 * (counted once); any other is the madvise and an mprotect (twice) */
+	long long fast = 2 * (long long)m - (long long)g;
+	printf("allocated again: %llu granting calls, %llu madvise calls (%lld grants without "
+	       "mprotect), %zu pages not zero\n", g, m, fast, bad);
+	return !bad && fast >= N / 2 - 2 ? 0 : 2;
+}
+
+static int uaf(void)
+{
+	struct xpfo_stats s0, s1;
+	if (fill_free(&s0, &s1))
+		return 99;
+	volatile char *p = run[0];
+	return p[100]; /* freed and revoked: the violation ends the child */
+}
+
+static int probe_fails(void)
+{
+	struct xpfo_stats s0, s1;
+	for (int i = 0; i < N; i++)
+		if (!(run[i] = xpfo_malloc(SIZE)))
+			return 99;
+	/* the first revocation tries the markers: that call fails */
+	if (xpfo__test_inject(TU_OS_PROTECT, ENOSYS, 0, 1))
+		return 99;
+	tu_stats(&s0);
+	for (int i = 0; i < N; i += 2)
+		xpfo_free(run[i]);
+	xpfo_flush();
+	tu_stats(&s1);
+	printf("probe failed: %llu spans guarded, heap VMAs %llu -> %llu\n", D(spans_guarded),
+	       (unsigned long long)s0.vmas, (unsigned long long)s1.vmas);
+	return D(spans_guarded) == 0 && s1.vmas >= s0.vmas + N / 2 ? 0 : 1;
+}
+
+static void child(const char *mode, const char *opts, struct tu_child *r)
+{
+	char *argv[] = { "/proc/self/exe", (char *)mode, NULL };
+	char env0[64];
+	snprintf(env0, sizeof env0, "XPFO_OPTIONS=%s", opts);
+	const char *env[] = { env0, NULL };
+	if (tu_run_cmd(argv, env, 120, r))
+		tu_hard_error("cannot run the child");
+	if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 99)
+		tu_hard_error("child %s: allocation or injection failed; %s", mode, r->err);
+	fprintf(stderr, "%s (%s): %s%s", mode, opts, r->out, r->err);
+}
+
+int main(int argc, char **argv)
+{
+	tu_prog = "guardrel";
+	tu_xpfo_init(1);
+	if (argc == 2 && !strcmp(argv[1], "--scatter-guard"))
+		return scatter('g');
+	if (argc == 2 && !strcmp(argv[1], "--scatter-mprotect"))
+		return scatter('m');
+	if (argc == 2 && !strcmp(argv[1], "--uaf"))
+		return uaf();
+	if (argc == 2 && !strcmp(argv[1], "--probe-fails"))
+		return probe_fails();
+	int have = tu_guard_markers();
+	struct tu_child r;
+	child("--scatter-mprotect", "release=mprotect,guard_large=0", &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "release=mprotect: no span guarded, the VMAs split: %s", tu_status_str(r.status));
+	child(have ? "--scatter-guard" : "--scatter-mprotect", "release=guard,guard_large=0", &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "release=guard: %s: %s", have ? "one madvise a span, no VMA split, pages back zero "
+	      "with one madvise each" : "no guard markers on this kernel: mprotect",
+	      tu_status_str(r.status));
+	if (have) {
+		child("--uaf", "release=guard", &r);
+		CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV &&
+		      strstr(r.err, "xpfo: violation: read of "),
+		      "release=guard: a read of a freed run is reported: %s", tu_status_str(r.status));
+	}
+	child("--probe-fails", "release=guard,guard_large=0", &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+	      strstr(r.err, "xpfo: warning: release=guard: no guard markers here (errno 38"),
+	      "release=guard, first try refused: one warning, mprotect: %s", tu_status_str(r.status));
+	tu_exit();
+}
