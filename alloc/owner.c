@@ -155,8 +155,17 @@ static inline __attribute__((always_inline)) void entry_store(struct segment *s,
 	__atomic_store_n(&s->page[i], e, order);
 }
 
-/* Runs at least this long have their entries written in bulk. */
+/* Runs at least this long have their entries written in bulk, but under
+ * ThreadSanitizer (GCC says so with __SANITIZE_THREAD__, clang, which
+ * make check-tsan uses, with __has_feature). */
 #define BULK_PAGES 16
+#if defined(__SANITIZE_THREAD__)
+#define OWNER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define OWNER_TSAN 1
+#endif
+#endif
 
 /* p[k] = v + k * step for k < n, eight words a step: plain stores, which
  * the compiler makes vector stores (an atomic store a word, page and aux,
@@ -183,7 +192,7 @@ set_run(uintptr_t addr, size_t npages, uint32_t head, uint32_t tail, bool count,
 {
 	struct segment *s = seg_of(addr);
 	size_t i = page_index(addr);
-#ifndef __SANITIZE_THREAD__
+#ifndef OWNER_TSAN
 	if (npages >= BULK_PAGES) {
 		/* every aux word before any entry, as entry_store orders
 		 * each pair: a reader that acquires an entry sees its aux */
