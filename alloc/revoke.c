@@ -605,13 +605,25 @@ static void guard_refused(int e)
  * root's, which a grant back to root then need not change (guard_marks). */
 static bool span_guardable(const struct range *r, unsigned i, unsigned j, size_t len)
 {
-	if (tl_sandbox_locked || !guard_mode() || seg_of(r[i].addr)->owner != comp_root.id ||
-	    backing_special(r[i].addr, len))
+	if (tl_sandbox_locked || !guard_mode() || backing_special(r[i].addr, len))
 		return false;
+	/* a span may run on into the next segment */
 	for (unsigned k = i; k < j; k++)
-		if (r[k].kind != RK_RUN || r[k].owner != comp_root.id)
+		if (r[k].kind != RK_RUN || r[k].owner != comp_root.id ||
+		    seg_of(r[k].addr)->owner != comp_root.id)
 			return false;
 	return true;
+}
+
+/* The span r[i..j) got its guard markers: revoked, its frames gone. */
+static void span_marked(struct range *r, unsigned i, unsigned j, size_t len)
+{
+	stat_inc(spans_guarded);
+	stat_inc(purges);
+	stat_add(pages_purged, len >> PAGE_SHIFT);
+	stat_add(pages_revoked, len >> PAGE_SHIFT);
+	for (unsigned k = i; k < j; k++)
+		r[k].purged = PURGED_MARKED;
 }
 
 /* Revoke the span with guard markers: one madvise, no VMA split, its
@@ -630,12 +642,7 @@ static int release_marked(struct range *r, unsigned i, unsigned j, size_t len)
 		return e;
 	if (__atomic_load_n(&guard_state, __ATOMIC_RELAXED) < 0)
 		__atomic_store_n(&guard_state, 1, __ATOMIC_RELAXED);
-	stat_inc(spans_guarded);
-	stat_inc(purges);
-	stat_add(pages_purged, len >> PAGE_SHIFT);
-	stat_add(pages_revoked, len >> PAGE_SHIFT);
-	for (unsigned k = i; k < j; k++)
-		r[k].purged = PURGED_MARKED;
+	span_marked(r, i, j, len);
 	return 0;
 }
 
@@ -678,27 +685,101 @@ static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
 	return 0;
 }
 
-/* Step one: take access away from every span (and purge what must go). */
+/* One span the usual way: revoked (or released), then purged if due. */
+static void span_apply(struct range *r, unsigned i, unsigned j, size_t purge_min, int *err)
+{
+	bool done = false;
+	if (opt.revoke != REVOKE_OFF) {
+		int e = span_revoke(r, i, j, &done);
+		if (e)
+			*err = e;
+	}
+	if (!done)
+		purge_span(r, i, j, purge_min);
+}
+
+/* Spans waiting to get their guard markers in one call (gather_protect):
+ * a flush of scattered spans made one madvise each (frag: 56,746). */
+struct guard_batch {
+	unsigned n;
+	uint16_t i[OS_GUARD_VEC], j[OS_GUARD_VEC];
+};
+
+/* 1: process_madvise takes PIDFD_SELF here; 0: it does not (range by range
+ * from then on); -1: not tried yet. */
+static int batch_state = -1;
+
+/* May span r[i..j) wait for a batch?  Where span_revoke would install
+ * markers itself (a batch refused goes that way: the first try). */
+static bool span_batchable(const struct range *r, unsigned i, unsigned j)
+{
+	return opt.revoke != REVOKE_OFF && __atomic_load_n(&batch_state, __ATOMIC_RELAXED) &&
+	       !uffd_release_on() &&
+	       !__atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) &&
+	       span_guardable(r, i, j, range_end(&r[j - 1]) - r[i].addr);
+}
+
+/* Install the batch's markers in one call; the spans it did not cover (a
+ * failure stops it: the rest are untouched) go the usual way. */
+static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min, int *err)
+{
+	uintptr_t addr[OS_GUARD_VEC];
+	size_t len[OS_GUARD_VEC], done = 0;
+	for (unsigned k = 0; k < b->n; k++) {
+		addr[k] = r[b->i[k]].addr;
+		len[k] = range_end(&r[b->j[k] - 1]) - addr[k];
+	}
+	int e = b->n > 1 ? os_guard_vec(addr, len, b->n, &done) : ECANCELED;
+	if (e != ECANCELED)
+		stat_inc(revoke_syscalls);
+	/* no PIDFD_SELF, no process_madvise, not for this advice, or not
+	 * allowed: range by range from now on (where markers are tried, if
+	 * not yet) */
+	if (e == EBADF || e == EINVAL || e == ENOSYS || e == EPERM)
+		__atomic_store_n(&batch_state, 0, __ATOMIC_RELAXED);
+	if (!e && done) {
+		__atomic_store_n(&batch_state, 1, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&guard_state, __ATOMIC_RELAXED) < 0)
+			__atomic_store_n(&guard_state, 1, __ATOMIC_RELAXED);
+	}
+	for (unsigned k = 0; k < b->n; k++) {
+		if (done >= len[k]) {
+			done -= len[k];
+			span_marked(r, b->i[k], b->j[k], len[k]);
+		} else {
+			done = 0;
+			span_apply(r, b->i[k], b->j[k], purge_min, err);
+		}
+	}
+	b->n = 0;
+}
+
+/* Step one: take access away from every span (and purge what must go);
+ * spans that get guard markers, in batches of OS_GUARD_VEC. */
 static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 {
 	uint64_t retained = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED) -
 			    __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED);
 	size_t purge_min = (retained + pages) << PAGE_SHIFT > opt.retain ? opt.purge : PURGE_ALWAYS;
 	int err = 0;
+	struct guard_batch b;
+	b.n = 0;
 	for (unsigned i = 0; i < n;) {
 		unsigned j = i + 1;
 		while (j < n && r[j].addr == range_end(&r[j - 1]))
 			j++;
-		bool done = false;
-		if (opt.revoke != REVOKE_OFF) {
-			int e = span_revoke(r, i, j, &done);
-			if (e)
-				err = e;
+		if (span_batchable(r, i, j)) {
+			b.i[b.n] = (uint16_t)i;
+			b.j[b.n++] = (uint16_t)j;
+			if (b.n == OS_GUARD_VEC)
+				batch_apply(r, &b, purge_min, &err);
+		} else {
+			span_apply(r, i, j, purge_min, &err);
 		}
-		if (!done)
-			purge_span(r, i, j, purge_min);
 		i = j;
 	}
+	if (b.n)
+		batch_apply(r, &b, purge_min, &err);
 	return err;
 }
 

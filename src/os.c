@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -155,6 +156,29 @@ int os_guard(void *addr, size_t size, bool install)
 	stat_inc(madvise_syscalls);
 	return os_result(madvise(addr, size, install ? OS_MADV_GUARD_INSTALL
 						      : OS_MADV_GUARD_REMOVE) != 0, saved);
+}
+
+#define OS_PIDFD_SELF (-10000) /* PIDFD_SELF_THREAD, linux/pidfd.h */
+
+int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *done)
+{
+	*done = 0;
+	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
+		return ECANCELED;
+	struct iovec v[OS_GUARD_VEC];
+	for (unsigned k = 0; k < n; k++) {
+		v[k].iov_base = (void *)addr[k];
+		v[k].iov_len = len[k];
+	}
+	int saved = errno;
+	stat_inc(madvise_syscalls);
+	long r = syscall(SYS_process_madvise, OS_PIDFD_SELF, v, (size_t)n,
+			 OS_MADV_GUARD_INSTALL, 0u);
+	int e = r < 0 ? errno : 0;
+	errno = saved;
+	if (!e)
+		*done = (size_t)r;
+	return e;
 }
 
 int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)

@@ -7,7 +7,8 @@
 # at least 20x fewer than eager.  A protection call is an mprotect or
 # pkey_mprotect, or (release=guard, the default where the kernel has guard
 # markers) an madvise that installs (0x66, a revocation) or removes (0x67,
-# a grant) guard markers.
+# a grant) guard markers, or a process_madvise that installs them for up to
+# 64 spans (one revocation call).
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
 command -v strace >/dev/null 2>&1 || hard_error "strace not installed (Debian package: strace)"
@@ -28,18 +29,18 @@ field() { sed -n "s/^$1=//p" "$2"; }
 for mode in default eager; do
 	if [ $mode = default ]; then
 		env -u XPFO_OPTIONS strace -f -qq -o "$tmp/trace.$mode" \
-			-e trace=mprotect,pkey_mprotect,madvise,write \
+			-e trace=mprotect,pkey_mprotect,madvise,process_madvise,write \
 			"$prog" --free-loop 10000 4096 >"$tmp/out.$mode" 2>"$tmp/err.$mode"
 	else
 		env XPFO_OPTIONS=revoke=eager strace -f -qq -o "$tmp/trace.$mode" \
-			-e trace=mprotect,pkey_mprotect,madvise,write \
+			-e trace=mprotect,pkey_mprotect,madvise,process_madvise,write \
 			"$prog" --free-loop 10000 4096 >"$tmp/out.$mode" 2>"$tmp/err.$mode"
 	fi
 	rc=$?
 	[ $rc -eq 0 ] || { cat "$tmp/err.$mode" >&2; hard_error "$mode: revoke --free-loop under strace failed (exit $rc)"; }
 	grep -q xpfo-test-end "$tmp/trace.$mode" || hard_error "$mode: no end marker in the trace"
-	all=$(count_window "$tmp/trace.$mode" '(^|[ ])((pkey_)?mprotect\(|madvise\(.*, 0x6[67] )')
-	none=$(count_window "$tmp/trace.$mode" '(^|[ ])((pkey_)?mprotect\(.*PROT_NONE|madvise\(.*, 0x66 )')
+	all=$(count_window "$tmp/trace.$mode" '(^|[ ])((pkey_)?mprotect\(|(process_)?madvise\(.*, 0x6[67] )')
+	none=$(count_window "$tmp/trace.$mode" '(^|[ ])((pkey_)?mprotect\(.*PROT_NONE|(process_)?madvise\(.*, 0x66 )')
 	rs=$(field revoke_syscalls "$tmp/out.$mode")
 	gs=$(field grant_syscalls "$tmp/out.$mode")
 	pr=$(field pages_revoked "$tmp/out.$mode")

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -509,6 +511,17 @@ int tu_guard_markers(void)
 	int ok = madvise(p, 4096, 102 /* MADV_GUARD_INSTALL */) == 0;
 	munmap(p, 4096);
 	return ok;
+}
+
+int tu_guard_markers_batched(void)
+{
+	char *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	struct iovec v[2] = { { p, 4096 }, { p + 4096, 4096 } };
+	long n = syscall(SYS_process_madvise, -10000 /* PIDFD_SELF */, v, 2, 102, 0u);
+	munmap(p, 8192);
+	return n == 8192;
 }
 
 void tu_stats(struct xpfo_stats *s)

@@ -135,8 +135,10 @@ void tu_xpfo_init(int require);
 /* Stats snapshot; a hard error when xpfo is present and the call fails,
  * zeroes when xpfo is absent. */
 void tu_stats(struct xpfo_stats *s);
-/* Does this kernel install guard markers (MADV_GUARD_INSTALL, 6.13)? */
+/* Does this kernel install guard markers (MADV_GUARD_INSTALL, 6.13)?  And
+ * with process_madvise on PIDFD_SELF (several ranges in one call)? */
 int tu_guard_markers(void);
+int tu_guard_markers_batched(void);
 
 /* Fault injection into xpfo's OS layer (src/os.h, os_inject): the next
  * `count` calls of op fail with err after `skip` that succeed.  Linked test
