@@ -1011,9 +1011,11 @@ int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
  * of free pages (pages.c, just before the grant) and every one of its
  * pages was revoked with markers, open to root (pages.c open_map): root's
  * protection is theirs already, no mprotect.  *e: a failure's errno. */
-static bool guard_granted(struct xpfo_compartment *c, uintptr_t addr, size_t len, int *e)
+static bool guard_granted(struct xpfo_compartment *c, uintptr_t addr, size_t len, int *e,
+			  bool *removed)
 {
 	*e = 0;
+	*removed = false;
 	if (__atomic_load_n(&guard_state, __ATOMIC_RELAXED) <= 0 || opt.revoke == REVOKE_OFF ||
 	    seg_of(addr)->owner != comp_root.id)
 		return false;
@@ -1028,13 +1030,30 @@ static bool guard_granted(struct xpfo_compartment *c, uintptr_t addr, size_t len
 		t->take.npages = 0; /* used */
 	*e = os_guard((void *)addr, len, false);
 	stat_inc(grant_syscalls);
+	*removed = !*e;
 	return *e || (open && c == &comp_root && !pkeys_on && comp_root.open);
+}
+
+/* Markers removed, then a grant that opens nothing: the owner is closed
+ * (root while a STRICT compartment is entered; a closed compartment
+ * without a key), and grant_locked leaves the pages as their revocation
+ * did, which under mprotect is PROT_NONE, reopened by the owner's next
+ * open.  Under markers they kept their old protection, so they are closed
+ * here (c->lock held where grant takes it). */
+static int close_after_marks(struct xpfo_compartment *c, uintptr_t addr, size_t len)
+{
+	bool closed = c == &comp_root ? !comp_root.open : pkeys_comp_key(c) <= 0 && !c->open;
+	if (!closed)
+		return 0;
+	stat_inc(revoke_syscalls);
+	return os_protect_key((void *)addr, len, OS_NONE, key_revoked());
 }
 
 int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
 	int ge;
-	if (guard_granted(c, addr, len, &ge))
+	bool removed;
+	if (guard_granted(c, addr, len, &ge, &removed))
 		return ge ? ge : uffd_fill_grant(c, addr, len);
 	int se = secret_back(c, addr, len); /* a secret compartment's new frames */
 	if (se)
@@ -1042,11 +1061,15 @@ int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	int e;
 	if ((c == &comp_root && !pkeys_on) || opt.revoke == REVOKE_OFF) {
 		e = grant_locked(c, addr, len);
+		if (!e && removed)
+			e = close_after_marks(c, addr, len);
 	} else {
 		/* the lock keeps c's key and open state still meanwhile (root's key
 		 * too: the first lock moves root's pages under it, comp_plain_rekey) */
 		pthread_mutex_lock(&c->lock);
 		e = grant_locked(c, addr, len);
+		if (!e && removed)
+			e = close_after_marks(c, addr, len);
 		pthread_mutex_unlock(&c->lock);
 	}
 	/* released or never used pages are missing: fill them now, so that

@@ -17,6 +17,9 @@
  *     85 more): the comparison that shows what the markers save.
  *  uaf, release=guard: a read of a freed, revoked run is reported
  *     ("xpfo: violation: read of ...") and ends the child by SIGSEGV.
+ *  strict, release=guard: inside a STRICT compartment (root closed), a run
+ *     granted to root on pages revoked with markers stays closed: its read
+ *     is reported (it read through before close_after_marks).
  *  first try refused, release=guard (ENOSYS injected into the first
  *     install, as a kernel before 6.13 answers): one warning, and
  *     revocation falls back to mprotect (no span guarded, the VMAs split).
@@ -94,6 +97,24 @@ static int uaf(void)
 	return p[100]; /* freed and revoked: the violation ends the child */
 }
 
+/* Root's freed runs revoked with markers, then a STRICT compartment is
+ * entered and a run is allocated in root from inside it: the grant takes
+ * the markers away, and root being closed, the run must stay closed (the
+ * read must fault); found by reading the grant path: it stayed open. */
+static int strict_grant(void)
+{
+	struct xpfo_stats s0, s1;
+	if (fill_free(&s0, &s1))
+		return 99;
+	xpfo_compartment_t *c = xpfo_compartment_create("s", XPFO_COMPARTMENT_STRICT);
+	if (!c || !xpfo_enter(c))
+		return 99;
+	volatile char *p = xpfo_malloc_in(xpfo_root(), SIZE);
+	if (!p)
+		return 99;
+	return p[0] + 3; /* root is closed: the read ends the child */
+}
+
 static int probe_fails(void)
 {
 	struct xpfo_stats s0, s1;
@@ -138,6 +159,8 @@ int main(int argc, char **argv)
 		return uaf();
 	if (argc == 2 && !strcmp(argv[1], "--probe-fails"))
 		return probe_fails();
+	if (argc == 2 && !strcmp(argv[1], "--strict"))
+		return strict_grant();
 	int have = tu_guard_markers();
 	struct tu_child r;
 	child("--scatter-mprotect", "release=mprotect,guard_large=0", &r);
@@ -153,6 +176,12 @@ int main(int argc, char **argv)
 		CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV &&
 		      strstr(r.err, "xpfo: violation: read of "),
 		      "release=guard: a read of a freed run is reported: %s", tu_status_str(r.status));
+		child("--strict", "release=guard,guard_large=0", &r);
+		CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV &&
+		      strstr(r.err, "owned by compartment \"root\" from thread ") &&
+		      strstr(r.err, "in compartment \"s\""),
+		      "release=guard: a run granted to root inside a STRICT compartment stays closed: "
+		      "%s", tu_status_str(r.status));
 	}
 	child("--probe-fails", "release=guard,guard_large=0", &r);
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
