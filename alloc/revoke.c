@@ -586,8 +586,9 @@ static bool guard_mode(void)
 	       (opt.release == RELEASE_AUTO || opt.release == RELEASE_GUARD);
 }
 
-/* The kernel refused markers (EINVAL, ENOSYS) before any was installed:
- * none here (before Linux 6.13), mprotect for good, said once. */
+/* The kernel refused markers (EINVAL, ENOSYS, EPERM) before any was
+ * installed: none here (before Linux 6.13), or not allowed; mprotect for
+ * good, said once. */
 static void guard_refused(int e)
 {
 	int was = -1;
@@ -628,13 +629,14 @@ static void span_marked(struct range *r, unsigned i, unsigned j, size_t len)
 
 /* Revoke the span with guard markers: one madvise, no VMA split, its
  * frames released (so marked purged: no purge call after).  0; -1 to
- * protect it the usual way (markers refused: an older kernel, or an
- * mlocked mapping); else the errno of a failure. */
+ * protect it the usual way (markers refused: an older kernel, an mlocked
+ * mapping, or a seccomp filter of the program's that denies the advice);
+ * else the errno of a failure. */
 static int release_marked(struct range *r, unsigned i, unsigned j, size_t len)
 {
 	int e = os_guard((void *)r[i].addr, len, true);
 	stat_inc(revoke_syscalls);
-	if (e == EINVAL || e == ENOSYS) {
+	if (e == EINVAL || e == ENOSYS || e == EPERM) {
 		guard_refused(e);
 		return -1;
 	}
