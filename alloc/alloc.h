@@ -234,7 +234,7 @@ struct tstate {
 	struct quarantine q;
 	struct gather g;
 	/* pages.c's last take of free pages by this thread, for the grant
-	 * that follows (revoke.c guard_marks): how many were under guard
+	 * that follows (revoke.c guard_granted): how many were under guard
 	 * markers with root's protection (release=guard) */
 	struct { uintptr_t addr; uint32_t npages, open, open_head; } take;
 };

@@ -67,7 +67,7 @@ struct segment {
 	uint64_t clean_map[SEG_WORDS]; /* bit set: page is known zero, not resident */
 	/* bit set: a free page revoked with guard markers (release=guard)
 	 * whose protection is still root's, open (a subset of clean_map;
-	 * pages.c, revoke.c guard_marks) */
+	 * pages.c, revoke.c guard_granted) */
 	uint64_t open_map[SEG_WORDS];
 	uint32_t page[SEG_PAGES];      /* owner.c only */
 	uint32_t aux[SEG_PAGES];       /* owner.c only: see the invariant */

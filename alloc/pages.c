@@ -311,7 +311,7 @@ static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsign
 }
 
 /* The open guard-marked pages among [i, i+n) of s leave the open map; the
- * thread notes how many for its grant (revoke.c guard_marks). */
+ * thread notes how many for its grant (revoke.c guard_granted). */
 static void take_note(struct segment *s, size_t i, size_t n)
 {
 	/* all but the last page apart: a guarded run's guard is its last */

@@ -603,7 +603,7 @@ static void guard_refused(int e)
 /* Can the span r[i..j) be revoked with guard markers?  Root's page runs in
  * root's segments, plain anonymous memory, outside a locked thread (its
  * executor decides madvise calls: DONTNEED only): their protection stays
- * root's, which a grant back to root then need not change (guard_marks). */
+ * root's, which a grant back to root then need not change (guard_granted). */
 static bool span_guardable(const struct range *r, unsigned i, unsigned j, size_t len)
 {
 	if (tl_sandbox_locked || !guard_mode() || backing_special(r[i].addr, len))
