@@ -34,6 +34,7 @@
 #include "policy.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 void gather_init(struct gather *g)
@@ -616,6 +617,13 @@ static bool span_guardable(const struct range *r, unsigned i, unsigned j, size_t
 	return true;
 }
 
+/* Markers were installed: the first try succeeded, if it was that. */
+static void guard_worked(void)
+{
+	if (__atomic_load_n(&guard_state, __ATOMIC_RELAXED) < 0)
+		__atomic_store_n(&guard_state, 1, __ATOMIC_RELAXED);
+}
+
 /* The span r[i..j) got its guard markers: revoked, its frames gone. */
 static void span_marked(struct range *r, unsigned i, unsigned j, size_t len)
 {
@@ -642,8 +650,7 @@ static int release_marked(struct range *r, unsigned i, unsigned j, size_t len)
 	}
 	if (e)
 		return e;
-	if (__atomic_load_n(&guard_state, __ATOMIC_RELAXED) < 0)
-		__atomic_store_n(&guard_state, 1, __ATOMIC_RELAXED);
+	guard_worked();
 	span_marked(r, i, j, len);
 	return 0;
 }
@@ -741,8 +748,7 @@ static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min
 		__atomic_store_n(&batch_state, 0, __ATOMIC_RELAXED);
 	if (!e && done) {
 		__atomic_store_n(&batch_state, 1, __ATOMIC_RELAXED);
-		if (__atomic_load_n(&guard_state, __ATOMIC_RELAXED) < 0)
-			__atomic_store_n(&guard_state, 1, __ATOMIC_RELAXED);
+		guard_worked();
 	}
 	for (unsigned k = 0; k < b->n; k++) {
 		if (done >= len[k]) {
@@ -991,17 +997,27 @@ int revoke_range(uintptr_t addr, size_t len)
 	return e;
 }
 
+/* The key a grant to c opens pages with, or KEY_CLOSED: c is closed, and
+ * its pages stay as their revocation left them until it opens (c->lock
+ * held, unless c is root). */
+#define KEY_CLOSED INT_MIN
+static int grant_key(struct xpfo_compartment *c)
+{
+	if (c == &comp_root) /* closed only while a single thread is in a STRICT one */
+		return comp_root.open ? key_plain() : KEY_CLOSED; /* -1 or key_root */
+	int key = pkeys_comp_key(c);
+	if (key > 0)
+		return key;
+	return c->open ? key_plain() : KEY_CLOSED;
+}
+
 /* c->lock held (unless c is root). */
 int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
-	if (c == &comp_root) /* closed only while a single thread is in a STRICT one */
-		return comp_root.open ? grant_now(c->id, addr, len, key_plain()) : 0; /* 0 or key_root */
-	int key = pkeys_comp_key(c);
-	if (key > 0)
-		return grant_now(c->id, addr, len, key);
-	return c->open ? grant_now(c->id, addr, len, key_plain()) : 0;
+	int key = grant_key(c);
+	return key == KEY_CLOSED ? 0 : grant_now(c->id, addr, len, key);
 }
 
 /* Under release=guard any free page of root's segments may carry guard
@@ -1044,8 +1060,7 @@ static bool guard_granted(struct xpfo_compartment *c, uintptr_t addr, size_t len
  * here (c->lock held where grant takes it). */
 static int close_after_marks(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
-	bool closed = c == &comp_root ? !comp_root.open : pkeys_comp_key(c) <= 0 && !c->open;
-	if (!closed)
+	if (grant_key(c) != KEY_CLOSED)
 		return 0;
 	stat_inc(revoke_syscalls);
 	return os_protect_key((void *)addr, len, OS_NONE, key_revoked());
@@ -1060,20 +1075,16 @@ int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	int se = secret_back(c, addr, len); /* a secret compartment's new frames */
 	if (se)
 		return se;
-	int e;
-	if ((c == &comp_root && !pkeys_on) || opt.revoke == REVOKE_OFF) {
-		e = grant_locked(c, addr, len);
-		if (!e && removed)
-			e = close_after_marks(c, addr, len);
-	} else {
-		/* the lock keeps c's key and open state still meanwhile (root's key
-		 * too: the first lock moves root's pages under it, comp_plain_rekey) */
+	/* the lock keeps c's key and open state still meanwhile (root's key
+	 * too: the first lock moves root's pages under it, comp_plain_rekey) */
+	bool lock = !(c == &comp_root && !pkeys_on) && opt.revoke != REVOKE_OFF;
+	if (lock)
 		pthread_mutex_lock(&c->lock);
-		e = grant_locked(c, addr, len);
-		if (!e && removed)
-			e = close_after_marks(c, addr, len);
+	int e = grant_locked(c, addr, len);
+	if (!e && removed)
+		e = close_after_marks(c, addr, len);
+	if (lock)
 		pthread_mutex_unlock(&c->lock);
-	}
 	/* released or never used pages are missing: fill them now, so that
 	 * neither the program nor the kernel faults on them */
 	return e ? e : uffd_fill_grant(c, addr, len);

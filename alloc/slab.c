@@ -96,16 +96,22 @@ static void slab_retire(struct tstate *t, struct slab *s)
  * thread exit. */
 #define KEEP_EMPTY_PAGES 64
 
+/* Count s's pages in *total (its flag set) unless that passes bound; true
+ * when s is (now) counted. */
+static bool slab_count_in(uint8_t *flag, uint32_t *total, unsigned np, unsigned bound)
+{
+	if (*flag)
+		return true;
+	if (*total + np > bound)
+		return false;
+	*total += np;
+	*flag = 1;
+	return true;
+}
+
 static bool slab_keep_empty(struct theap *h, struct slab *s)
 {
-	unsigned np = classes[s->cls].npages;
-	if (s->kept)
-		return true;
-	if (h->kept_pages + np > KEEP_EMPTY_PAGES)
-		return false;
-	h->kept_pages += np;
-	s->kept = 1;
-	return true;
+	return slab_count_in(&s->kept, &h->kept_pages, classes[s->cls].npages, KEEP_EMPTY_PAGES);
 }
 
 /* Empty slabs of exited threads stay abandoned to their compartment, up
@@ -124,13 +130,11 @@ static bool slab_keep_empty(struct theap *h, struct slab *s)
 static bool slab_spare(struct xpfo_compartment *c, struct slab *s)
 {
 	unsigned np = classes[s->cls].npages;
-	if (s->spare)
-		return true;
-	if (c->spare_pages + np > SPARE_PAGES)
+	bool was = s->spare;
+	if (!slab_count_in(&s->spare, &c->spare_pages, np, SPARE_PAGES))
 		return false;
-	c->spare_pages += np;
-	stat_add(spare_pages, np);
-	s->spare = 1;
+	if (!was)
+		stat_add(spare_pages, np);
 	return true;
 }
 

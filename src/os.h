@@ -43,9 +43,9 @@ int os_purge(void *addr, size_t size);
 int os_guard(void *addr, size_t size, bool install);
 /* Install guard markers over n <= OS_GUARD_VEC ranges in one call
  * (process_madvise on the calling thread's own address space, named by
- * PIDFD_SELF: a kernel that does not take it answers EBADF).  0 with *done the bytes covered, which may stop short
- * of the whole after a failure (the rest untouched, in order), or the
- * errno (*done 0).  ECANCELED: not tried (no call made): an active
+ * PIDFD_SELF: a kernel that does not take it answers EBADF).  0 with *done
+ * the bytes covered, which may stop short of the whole after a failure
+ * (the rest untouched, in order), or the errno (*done 0).  ECANCELED: not tried (no call made): an active
  * OS_OP_PROTECT injection, so that the caller goes range by range through
  * os_guard, where it applies. */
 #define OS_GUARD_VEC 64

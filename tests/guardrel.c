@@ -128,7 +128,7 @@ static int strict_grant(void)
 	return WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV ? 0 : 3;
 }
 
-static int probe_fails(void)
+static int first_refused(void)
 {
 	struct xpfo_stats s0, s1;
 	for (int i = 0; i < N; i++)
@@ -142,7 +142,7 @@ static int probe_fails(void)
 		xpfo_free(run[i]);
 	xpfo_flush();
 	tu_stats(&s1);
-	printf("probe failed: %llu spans guarded, heap VMAs %llu -> %llu\n", D(spans_guarded),
+	printf("first install refused: %llu spans guarded, heap VMAs %llu -> %llu\n", D(spans_guarded),
 	       (unsigned long long)s0.vmas, (unsigned long long)s1.vmas);
 	return D(spans_guarded) == 0 && s1.vmas >= s0.vmas + N / 2 ? 0 : 1;
 }
@@ -170,8 +170,8 @@ int main(int argc, char **argv)
 		return scatter('m');
 	if (argc == 2 && !strcmp(argv[1], "--uaf"))
 		return uaf();
-	if (argc == 2 && !strcmp(argv[1], "--probe-fails"))
-		return probe_fails();
+	if (argc == 2 && !strcmp(argv[1], "--first-refused"))
+		return first_refused();
 	if (argc == 2 && !strcmp(argv[1], "--strict"))
 		return strict_grant();
 	int have = tu_guard_markers();
@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 		      "release=guard: a run granted to root inside a STRICT compartment stays closed "
 		      "there, open after leaving: %s", tu_status_str(r.status));
 	}
-	child("--probe-fails", "release=guard,guard_large=0", &r);
+	child("--first-refused", "release=guard,guard_large=0", &r);
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
 	      strstr(r.err, "xpfo: warning: release=guard: no guard markers here (errno 38"),
 	      "release=guard, first try refused: one warning, mprotect: %s", tu_status_str(r.status));
