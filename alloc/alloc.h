@@ -154,14 +154,16 @@ struct range {
 	uint16_t next, prev;              /* bucket list (by size) */
 	uint32_t gen;                     /* segment gen when queued */
 	uint32_t cgen;                    /* owner's access_gen when queued */
-	uint8_t flags;                    /* RF_* */
+	uint16_t flags;                   /* RF_* */
 };
 enum range_kind { RK_RUN, RK_HUGE };
 #define PURGED_MARKED 2
 #define RF_GUARDED 1  /* its last page is a guard (inaccessible) */
 #define RF_SPARE 2    /* granted, never used (a grant chunk's rest) */
 #define RF_CLASS(cls) ((unsigned)((cls) + 1) << 2) /* a retired slab of class cls */
-#define RF_CLASS_OF(f) ((int)((f) >> 2) - 1)
+#define RF_CLASS_OF(f) ((int)(((f) >> 2) & 0x3f) - 1)
+/* a live run freed whole: only its head was written (owner_set_pending_whole) */
+#define RF_WHOLE 0x100
 
 #define GATHER_MAX 4096
 #define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */

@@ -12,6 +12,17 @@ static inline uint32_t entry_at(struct segment *s, size_t i)
 }
 static inline uint32_t entry_of(struct segment *s, uintptr_t p) { return entry_at(s, page_index(p)); }
 
+/* The type of page i of s, a tail taking its head's: the tails of a run
+ * queued whole (owner_set_pending_whole) still point back at its head,
+ * which alone says pending. */
+static inline unsigned type_at(struct segment *s, size_t i, uint32_t e)
+{
+	if (PG_TYPE(e) == PG_TAIL && PG_VAL(e) && PG_VAL(e) <= i &&
+	    PG_TYPE(entry_at(s, i - PG_VAL(e))) == PG_PENDING)
+		return PG_PENDING;
+	return PG_TYPE(e);
+}
+
 /* ---- lookup ------------------------------------------------------------- */
 
 /* Was a a slot's start in the retired slab that page (entry value v) was
@@ -174,29 +185,46 @@ static inline __attribute__((always_inline)) void entry_store(struct segment *s,
  * which would see plain stores race with the lookups' atomic loads. */
 static void bulk_fill(uint32_t *p, uint32_t v, uint32_t step, size_t n)
 {
-	typedef uint32_t v8 __attribute__((vector_size(32)));
-	v8 x = { v, v + step, v + 2 * step, v + 3 * step, v + 4 * step, v + 5 * step,
-		 v + 6 * step, v + 7 * step };
-	v8 inc = { 8 * step, 8 * step, 8 * step, 8 * step, 8 * step, 8 * step, 8 * step,
-		   8 * step };
+	/* stored through an unaligned, aliasing vector type: a memcpy from
+	 * x took its address, and GCC kept x on the stack (a store and a
+	 * load a step, chained through store forwarding) */
+	typedef uint32_t v4 __attribute__((vector_size(16)));
+	typedef uint32_t v4u __attribute__((vector_size(16), aligned(4), may_alias));
+	v4 x0 = { v, v + step, v + 2 * step, v + 3 * step };
+	v4 x1 = x0 + 4 * step;
+	v4 inc = { 8 * step, 8 * step, 8 * step, 8 * step };
 	size_t k = 0;
-	for (; k + 8 <= n; k += 8, x += inc)
-		memcpy(p + k, &x, sizeof x);
+	for (; k + 8 <= n; k += 8, x0 += inc, x1 += inc) {
+		*(v4u *)(p + k) = x0;
+		*(v4u *)(p + k + 4) = x1;
+	}
 	for (; k < n; k++)
 		p[k] = v + (uint32_t)k * step;
 }
 
+/* Pages that already carry their owner in aux: every page taken from the
+ * free map got it (owner_set_taken), and a page keeps it while it is not
+ * free (the invariant beside struct segment), so a live run queued, or a
+ * taken or queued run made live, has nothing to write there: set_run skips
+ * the aux words of long runs (SAME_AUX), half the stores of a 1 MiB
+ * malloc/free pair.  Debug builds check that they are the owner's. */
+#define SAME_AUX true
+
 static inline __attribute__((always_inline)) void
 set_run(uintptr_t addr, size_t npages, uint32_t head, uint32_t tail, bool count, uint32_t aux,
-	int order)
+	int order, bool same_aux)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = page_index(addr);
+	if (debug_asserts && same_aux)
+		for (size_t k = 0; k < npages; k++)
+			xpfo_assert(s->aux[i + k] == aux);
 #ifndef OWNER_TSAN
 	if (npages >= BULK_PAGES) {
 		/* every aux word before any entry, as entry_store orders
 		 * each pair: a reader that acquires an entry sees its aux */
-		bulk_fill(&s->aux[i], aux, 0, npages);
+		if (!same_aux)
+			bulk_fill(&s->aux[i], aux, 0, npages);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		__atomic_store_n(&s->page[i], head, order);
 		bulk_fill(&s->page[i + 1], count ? tail + 1 : tail, count, npages - 1);
@@ -211,25 +239,44 @@ set_run(uintptr_t addr, size_t npages, uint32_t head, uint32_t tail, bool count,
 void owner_set_large(uintptr_t addr, size_t npages, uint16_t owner)
 {
 	set_run(addr, npages, PG_MAKE(PG_LARGE, npages), PG_MAKE(PG_TAIL, 0), true, owner,
-		__ATOMIC_RELEASE);
+		__ATOMIC_RELEASE, SAME_AUX);
+}
+
+/* Debug: pages [addr+1, addr+npages) point back at addr, with owner's aux. */
+static void check_tails(uintptr_t addr, size_t npages, uint16_t owner)
+{
+	struct segment *s = seg_of(addr);
+	size_t i = page_index(addr);
+	for (size_t k = 1; k < npages; k++)
+		if (s->page[i + k] != PG_MAKE(PG_TAIL, k) || s->aux[i + k] != owner)
+			xpfo_fatal("invariant: page %u of the run at %p is %x (owner %u), not its tail",
+				   (unsigned long)k, (void *)addr, (unsigned long)s->page[i + k],
+				   (unsigned long)s->aux[i + k]);
+}
+
+void owner_set_large_head(uintptr_t addr, size_t npages, uint16_t owner)
+{
+	if (debug_asserts)
+		check_tails(addr, npages, owner);
+	set_run(addr, 1, PG_MAKE(PG_LARGE, npages), 0, false, owner, __ATOMIC_RELEASE, SAME_AUX);
 }
 
 /* slab pages all name the slab */
 void owner_set_slab(uintptr_t addr, size_t npages, uint32_t slab_id, uint16_t owner)
 {
 	uint32_t e = PG_MAKE(PG_SLAB, slab_id);
-	set_run(addr, npages, e, e, false, owner, __ATOMIC_RELEASE);
+	set_run(addr, npages, e, e, false, owner, __ATOMIC_RELEASE, !SAME_AUX);
 }
 
 void owner_set_guard(uintptr_t addr, uint16_t owner)
 {
-	set_run(addr, 1, PG_MAKE(PG_GUARD, 0), 0, false, owner, __ATOMIC_RELEASE);
+	set_run(addr, 1, PG_MAKE(PG_GUARD, 0), 0, false, owner, __ATOMIC_RELEASE, !SAME_AUX);
 }
 
 void owner_set_quarantined(uintptr_t addr, size_t npages, uint16_t owner)
 {
 	set_run(addr, npages, PG_MAKE(PG_QUAR, npages), PG_MAKE(PG_QUAR, 0), false, owner,
-		__ATOMIC_RELEASE);
+		__ATOMIC_RELEASE, !SAME_AUX);
 }
 
 static void set_retired(uintptr_t addr, size_t npages, int cls, uint16_t owner)
@@ -248,14 +295,28 @@ void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner)
 		set_retired(addr, npages, cls, owner);
 	else
 		set_run(addr, npages, PG_MAKE(PG_PENDING, npages), PG_MAKE(PG_PENDING, 0), false,
-			owner, __ATOMIC_RELEASE);
+			owner, __ATOMIC_RELEASE, SAME_AUX);
+}
+
+void owner_set_pending_whole(uintptr_t addr, size_t npages, uint16_t owner)
+{
+	struct segment *s = seg_of(addr);
+	size_t last = page_index(addr) + npages - 1;
+	bool guard = npages > 1 && PG_TYPE(s->page[last]) == PG_GUARD;
+	if (debug_asserts)
+		check_tails(addr, npages - guard, owner);
+	/* the guard page is queued with the run (a destroy's walk of live
+	 * runs and guards must not take it) */
+	if (guard)
+		entry_store(s, last, owner, PG_MAKE(PG_PENDING, 0), __ATOMIC_RELEASE);
+	set_run(addr, 1, PG_MAKE(PG_PENDING, npages), 0, false, owner, __ATOMIC_RELEASE, SAME_AUX);
 }
 
 /* a pending run without a class that lost its first pages: its other pages
  * already say pending, only the new head (the length) is written */
 void owner_set_pending_head(uintptr_t addr, size_t npages, uint16_t owner)
 {
-	set_run(addr, 1, PG_MAKE(PG_PENDING, npages), 0, false, owner, __ATOMIC_RELEASE);
+	set_run(addr, 1, PG_MAKE(PG_PENDING, npages), 0, false, owner, __ATOMIC_RELEASE, SAME_AUX);
 }
 
 /* the owner from the start: an open/close walk that runs before the run is
@@ -263,15 +324,13 @@ void owner_set_pending_head(uintptr_t addr, size_t npages, uint16_t owner)
 void owner_set_taken(uintptr_t addr, size_t npages, uint16_t owner)
 {
 	set_run(addr, npages, PG_MAKE(PG_TAIL, 0), PG_MAKE(PG_TAIL, 0), true, owner,
-		__ATOMIC_RELAXED);
+		__ATOMIC_RELAXED, !SAME_AUX);
 }
 
-void owner_set_reclaimed(uintptr_t addr, size_t npages)
+void owner_set_reclaimed(uintptr_t addr, size_t npages, uint16_t owner)
 {
-	struct segment *s = seg_of(addr);
-	size_t i = page_index(addr);
-	for (size_t m = 0; m < npages; m++)
-		__atomic_store_n(&s->page[i + m], PG_MAKE(PG_TAIL, m), __ATOMIC_RELEASE);
+	set_run(addr, npages, PG_MAKE(PG_TAIL, 0), PG_MAKE(PG_TAIL, 0), true, owner,
+		__ATOMIC_RELEASE, SAME_AUX);
 }
 
 void owner_set_free(uintptr_t addr, size_t npages, uint32_t serial)
@@ -310,9 +369,9 @@ static const uint8_t walk_class[8] = {
 	[PG_PENDING] = OW_PENDING, [PG_GUARD] = OW_GUARD,
 };
 
-static bool selected(uint32_t e, unsigned what)
+static bool selected(unsigned type, unsigned what)
 {
-	return PG_TYPE(e) < 8 && (walk_class[PG_TYPE(e)] & what);
+	return type < 8 && (walk_class[type] & what);
 }
 
 void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn, void *arg)
@@ -322,16 +381,17 @@ void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn,
 	bool pending = false;
 	for (size_t p = 0; p <= SEG_PAGES; p++) {
 		uint32_t e = p < SEG_PAGES ? __atomic_load_n(&s->page[p], __ATOMIC_RELAXED) : 0;
+		unsigned type = p < SEG_PAGES ? type_at(s, p, e) : PG_FREE;
 		/* a free page's aux is a flush serial: it is the segment's */
-		bool in = p < SEG_PAGES && (PG_TYPE(e) == PG_FREE
+		bool in = p < SEG_PAGES && (type == PG_FREE
 				? (what & OW_FREE) && s->owner == id
-				: selected(e, what) && (id == OWNER_ANY ||
-							__atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) == id));
+				: selected(type, what) && (id == OWNER_ANY ||
+							   __atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) == id));
 		if (in && !n)
 			start = p;
 		if (in) {
 			n++;
-			pending |= PG_TYPE(e) == PG_PENDING;
+			pending |= type == PG_PENDING;
 			continue;
 		}
 		if (n)
@@ -401,7 +461,8 @@ void owner_describe(uintptr_t a, uint32_t now, struct owner_desc *d)
 		[PG_TAIL] = OS_OWNED, [PG_PENDING] = OS_OWNED_PENDING, [PG_QUAR] = OS_QUARANTINED,
 		[PG_GUARD] = OS_GUARD,
 	};
-	d->state = PG_TYPE(e) <= PG_GUARD ? by_type[PG_TYPE(e)] : OS_OWNED;
+	unsigned type = type_at(s, i, e);
+	d->state = type <= PG_GUARD ? by_type[type] : OS_OWNED;
 	if (d->state == OS_FREE)
 		d->age = now - aux;
 	else

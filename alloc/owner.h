@@ -117,10 +117,19 @@ enum blk_status owner_lookup(uintptr_t a, struct blk *b);
 /* ---- the setters (heap_lock held, or pages the caller alone holds) ------ */
 /* A live page run of npages for owner (its head says how long it is). */
 void owner_set_large(uintptr_t addr, size_t npages, uint16_t owner);
+/* The same for a run whose pages already point back at addr with owner's
+ * aux (taken or taken back: owner_set_taken, owner_set_reclaimed, or the
+ * tails of a run queued whole): only its head is written. */
+void owner_set_large_head(uintptr_t addr, size_t npages, uint16_t owner);
 void owner_set_slab(uintptr_t addr, size_t npages, uint32_t slab_id, uint16_t owner);
 void owner_set_guard(uintptr_t addr, uint16_t owner);
 /* Queued for revocation; a retired slab's pages keep its class (cls >= 0). */
 void owner_set_pending(uintptr_t addr, size_t npages, int cls, uint16_t owner);
+/* A live run (and its guard page) queued whole: only its head says so, its
+ * tails keep pointing back at it (readers take a tail's type from its head;
+ * the guard page stays one).  Taken back whole, such a run needs only its
+ * head written again (owner_set_large_head). */
+void owner_set_pending_whole(uintptr_t addr, size_t npages, uint16_t owner);
 /* A pending run without class whose head moved forward: only its new head. */
 void owner_set_pending_head(uintptr_t addr, size_t npages, uint16_t owner);
 void owner_set_quarantined(uintptr_t addr, size_t npages, uint16_t owner);
@@ -128,7 +137,7 @@ void owner_set_quarantined(uintptr_t addr, size_t npages, uint16_t owner);
 void owner_set_taken(uintptr_t addr, size_t npages, uint16_t owner);
 /* Placeholders again for a queued run taken back (owner unchanged), where a
  * compartment walk could come before its setup (revoke_cancel). */
-void owner_set_reclaimed(uintptr_t addr, size_t npages);
+void owner_set_reclaimed(uintptr_t addr, size_t npages, uint16_t owner);
 /* Back to the allocator, revoked at flush `serial` (a retired slab's class
  * stays readable for double-free reports). */
 void owner_set_free(uintptr_t addr, size_t npages, uint32_t serial);

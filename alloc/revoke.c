@@ -101,6 +101,8 @@ static void set_pending(const struct range *r)
 {
 	if (r->kind == RK_HUGE)
 		__atomic_store_n(&seg_of(r->addr)->releasing, 1, __ATOMIC_RELEASE);
+	else if (r->flags & RF_WHOLE)
+		owner_set_pending_whole(r->addr, r->npages, r->owner);
 	else
 		owner_set_pending(r->addr, r->npages, RF_CLASS_OF(r->flags), r->owner);
 }
@@ -117,7 +119,7 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	uint16_t i = (uint16_t)g->n++;
 	struct xpfo_compartment *c = comp_table[owner];
 	g->r[i] = (struct range){ addr, (uint32_t)npages, owner, (uint8_t)k, 0, 0, 0,
-				  seg_of(addr)->gen, 0, (uint8_t)flags };
+				  seg_of(addr)->gen, 0, (uint16_t)flags };
 	/* A compartment's open and close walks run under its lock and skip or
 	 * take queued pages by their entries: queue under the same lock, so
 	 * the access_gen recorded here says which side of a walk the run is
@@ -229,12 +231,13 @@ static void gather_shrink(struct gather *g, uint16_t i, size_t npages)
 	if (r->npages > npages) {
 		/* keep the tail queued (no longer a whole slab: no class); the
 		 * tail of a run without class already says pending but for its
-		 * head (a grant span is taken one run at a time) */
-		bool classed = RF_CLASS_OF(r->flags) >= 0;
+		 * head (a grant span is taken one run at a time), but a run
+		 * queued whole, whose tails point at the old head */
+		bool rewrite = RF_CLASS_OF(r->flags) >= 0 || (r->flags & RF_WHOLE);
 		r->addr += npages << PAGE_SHIFT;
 		r->npages -= (uint32_t)npages;
 		r->flags &= RF_GUARDED | RF_SPARE;
-		if (classed)
+		if (rewrite)
 			set_pending(r);
 		else
 			owner_set_pending_head(r->addr, r->npages, r->owner);
@@ -310,10 +313,13 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	gather_busy(g, true);
 	if (k == RK_HUGE)
 		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
-	else if (c != &comp_root || pkeys_on)
-		owner_set_reclaimed(a, npages);
+	else if (c != &comp_root || pkeys_on || (RF_CLASS_OF(flags) < 0 && !(r->flags & RF_WHOLE)))
+		owner_set_reclaimed(a, npages, owner);
 	/* else root's run keeps its pending entries until the caller writes
-	 * the run's or the slab's (one walk of its pages less, issue 11): on
+	 * the slab's, or the head of a page run taken from a run queued whole
+	 * (its tails point at it already; one taken from any other queued run
+	 * got its placeholders just above, for owner_set_large_head): one
+	 * walk of its pages less, issue 11.  On
 	 * the mprotect backend root's pages are walked only by root_access,
 	 * in comp_enter/comp_leave of a STRICT compartment, by the process's
 	 * only thread (comp_enter counts the threads; one started while root

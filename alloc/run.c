@@ -145,8 +145,8 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 	} else {
 		size_t ap = align > PAGE_SIZE ? align >> PAGE_SHIFT : 1;
 		a = run_get(t, c, np, ap, guard, TAG_LARGE, &clean);
-		if (a)
-			owner_set_large(a, np, c->id);
+		if (a) /* taken or taken back, its tails point at it */
+			owner_set_large_head(a, np, c->id);
 	}
 	if (!a)
 		return fail_null(ENOMEM);
@@ -162,7 +162,7 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
  * old guard ends the freed tail). */
 static void run_shrink(struct tstate *t, uintptr_t a, const struct blk *b, size_t np, size_t nnp)
 {
-	owner_set_large(a, nnp, b->owner);
+	owner_set_large_head(a, nnp, b->owner); /* its tails still point at it */
 	stat_sub(large_live_bytes, (np - nnp) << PAGE_SHIFT);
 	if (b->guarded) {
 		owner_set_guard(a + (nnp << PAGE_SHIFT), b->owner);

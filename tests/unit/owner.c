@@ -7,8 +7,9 @@
  * pages, retired slabs' slots (double free), foreign addresses; the walker
  * coalescing a compartment's pages into spans by what is asked (live,
  * queued, guards); the describer; a transfer moving the guard page too;
- * the invariant check on a consistent segment, and its fatal line on a
- * broken one.
+ * a run queued whole read as queued through its head (lookup, describer,
+ * walker) and taken back with its head alone; the invariant check on a
+ * consistent segment, and its fatal line on a broken one.
  */
 #include "alloc.h"
 #include "owner.h"
@@ -161,7 +162,9 @@ static void test_walk(void)
 {
 	struct segment *s = carve(2, 7);
 	uintptr_t base = seg_addr(s);
-	take(s, 10, 7, 7);
+	take(s, 10, 4, 7);
+	take(s, 14, 1, 8); /* a page's aux is its taker's from then on */
+	take(s, 15, 2, 7);
 	owner_set_large(base + PG(10), 3, 7);
 	owner_set_pending(base + PG(13), 1, -1, 7);
 	owner_set_large(base + PG(14), 1, 8);
@@ -210,6 +213,45 @@ static int broken(void *arg)
 	return 0;
 }
 
+/* A run freed whole (owner_set_pending_whole) keeps its tails pointing at
+ * its head, and only the head says queued: every reader takes a tail's
+ * state from its head (fails with the tails read as live: the open walk
+ * would open a queued run's pages).  Taken back whole, only its head is
+ * written (owner_set_large_head). */
+static void test_whole(void)
+{
+	struct segment *s = carve(0, 5);
+	uintptr_t a = take(s, 100, 21, 5);
+	owner_set_large(a, 20, 5);
+	owner_set_guard(a + PG(20), 5);
+	owner_set_pending_whole(a, 21, 5);
+	struct blk b;
+	CHECK(owner_lookup(a, &b) == BLK_FREED, "a run queued whole reads as freed");
+	size_t bad = 0;
+	struct owner_desc d;
+	for (size_t k = 1; k < 21; k++) {
+		owner_describe(a + PG(k), 0, &d);
+		bad += owner_lookup(a + PG(k) + 8, &b) != BLK_NOT_BLOCK ||
+		       d.state != OS_OWNED_PENDING || d.owner != 5;
+	}
+	CHECK(!bad, "queued whole: %zu of its 20 other pages read otherwise", bad);
+	struct spans sp = { 0 };
+	owner_walk(s, 5, OW_LIVE | OW_GUARD, collect, &sp);
+	CHECK(sp.count == 0, "no live page or guard in a run queued whole: %u spans", sp.count);
+	memset(&sp, 0, sizeof sp);
+	owner_walk(s, 5, OW_PENDING, collect, &sp);
+	CHECK(sp.count == 1 && sp.a[0] == a && sp.n[0] == 21 && sp.pending[0],
+	      "queued whole: one queued span of 21 (%u spans, %zu pages)", sp.count, sp.n[0]);
+	/* taken back whole: the head and the guard */
+	owner_set_large_head(a, 20, 5);
+	owner_set_guard(a + PG(20), 5);
+	CHECK(owner_lookup(a, &b) == BLK_OK && b.usable == PG(20) && b.guarded, "taken back whole");
+	CHECK(owner_lookup(a + PG(19) + 8, &b) == BLK_INTERIOR && b.base == a, "its last page");
+	memset(&sp, 0, sizeof sp);
+	owner_walk(s, 5, OW_LIVE, collect, &sp);
+	CHECK(sp.count == 1 && sp.n[0] == 20 && !sp.pending[0], "live again: %u spans", sp.count);
+}
+
 int main(void)
 {
 	tu_prog = "unit/owner";
@@ -225,6 +267,7 @@ int main(void)
 	test_long_runs();
 	test_slabs();
 	test_walk();
+	test_whole();
 	struct tu_child c;
 	tu_run_child(broken, NULL, 10, &c);
 	CHECK(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGABRT &&
