@@ -45,6 +45,9 @@
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #endif
+#if defined(HAVE_SECCOMP_H) && defined(PIC)
+#include <dlfcn.h>
+#endif
 
 __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
 static __thread unsigned tl_lock_flags;
@@ -242,6 +245,79 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/* ---- libseccomp ------------------------------------------------------------ */
+
+/* The shared library loads libseccomp while it locks a thread, not at every
+ * program's start: a program run under xpfo-run, or linked to xpfo without
+ * locking a thread, does not map it (100-130 KB of peak RSS with it loaded;
+ * bench/README.md).  It is closed again before the lock: its link map came
+ * from root's heap, and a locked thread that ends the process would meet
+ * it in the dynamic linker's exit walk.  The static library calls it
+ * directly (its programs link -lseccomp).  Not loaded: locking is refused
+ * with ENOSYS and a warning that says why. */
+struct sc_lib {
+	__typeof__(seccomp_api_get) *api_get;
+	__typeof__(seccomp_init) *init;
+	__typeof__(seccomp_rule_add) *rule_add;
+	__typeof__(seccomp_export_bpf) *export_bpf;
+	__typeof__(seccomp_release) *release;
+	void *handle;
+};
+
+#ifdef PIC
+static int sc_open(struct sc_lib *l)
+{
+	static bool warned;
+	const char *why = NULL;
+	l->handle = dlopen("libseccomp.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!l->handle) {
+		why = dlerror();
+	} else {
+		*(void **)&l->api_get = dlsym(l->handle, "seccomp_api_get");
+		*(void **)&l->init = dlsym(l->handle, "seccomp_init");
+		*(void **)&l->rule_add = dlsym(l->handle, "seccomp_rule_add");
+		*(void **)&l->export_bpf = dlsym(l->handle, "seccomp_export_bpf");
+		*(void **)&l->release = dlsym(l->handle, "seccomp_release");
+		if (l->api_get && l->init && l->rule_add && l->export_bpf && l->release)
+			return 0;
+		why = "a function is missing";
+		dlclose(l->handle);
+	}
+	if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+		xpfo_warn("sandbox: cannot load libseccomp.so.2 (%s): no thread can be locked",
+			  why ? why : "?");
+	return ENOSYS;
+}
+
+static void sc_close(struct sc_lib *l)
+{
+	dlclose(l->handle);
+}
+#else
+static int sc_open(struct sc_lib *l)
+{
+	*l = (struct sc_lib){ seccomp_api_get, seccomp_init, seccomp_rule_add, seccomp_export_bpf,
+			      seccomp_release, NULL };
+	return 0;
+}
+
+static void sc_close(struct sc_lib *l)
+{
+	(void)l;
+}
+#endif
+
+/* libseccomp's API level (6: user notification), 0 when it cannot be loaded */
+static unsigned sc_api_level(void)
+{
+	struct sc_lib l;
+	if (sc_open(&l))
+		return 0;
+	unsigned api = l.api_get();
+	sc_close(&l);
+	return api;
+}
+
 /* ---- the filter ---------------------------------------------------------- */
 
 /* What a locked thread may call outright (docs/security.md has a reason for
@@ -258,35 +334,35 @@ static const int allowed[] = {
 
 /* Memory calls: the executor decides (user notification); PROT_EXEC never
  * gets that far. */
-static int add_memory_rules(scmp_filter_ctx f)
+static int add_memory_rules(const struct sc_lib *l, scmp_filter_ctx f)
 {
 	const uint64_t X = PROT_EXEC, F = MAP_FIXED;
 	int e = 0;
-	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mprotect), 1,
+	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mprotect), 1,
 			      SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
-	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(pkey_mprotect), 1,
+	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(pkey_mprotect), 1,
 			      SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
 	/* a mapping the kernel places cannot replace one: allowed */
-	e |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
+	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
 			      SCMP_A3(SCMP_CMP_MASKED_EQ, F, 0));
-	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
+	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
 			      SCMP_A3(SCMP_CMP_MASKED_EQ, F, F));
-	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(madvise), 0);
-	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(munmap), 0);
-	e |= seccomp_rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mremap), 0);
+	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(madvise), 0);
+	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(munmap), 0);
+	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mremap), 0);
 	return e;
 }
 
-static int add_rules(scmp_filter_ctx f)
+static int add_rules(const struct sc_lib *l, scmp_filter_ctx f)
 {
 	int e = 0;
 	for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
-		e |= seccomp_rule_add(f, SCMP_ACT_ALLOW, allowed[i], 0);
+		e |= l->rule_add(f, SCMP_ACT_ALLOW, allowed[i], 0);
 	/* signals to itself only (abort, the fault handler's re-raise) */
 	uint64_t pid = (uint64_t)getpid();
-	e |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
-	e |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
-	return e | add_memory_rules(f);
+	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
+	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
+	return e | add_memory_rules(l, f);
 }
 
 /* The filter as a BPF program, built before the executor starts (building
@@ -294,15 +370,18 @@ static int add_rules(scmp_filter_ctx f)
  * tables and the filter).  Returns the number of instructions, 0 on error. */
 static size_t filter_build(struct sock_filter *out, size_t max)
 {
-	if (seccomp_api_get() < 6)
+	struct sc_lib l;
+	if (sc_open(&l))
 		return 0;
-	scmp_filter_ctx f = seccomp_init(SCMP_ACT_TRAP);
-	if (!f)
+	scmp_filter_ctx f = l.api_get() >= 6 ? l.init(SCMP_ACT_TRAP) : NULL;
+	if (!f) {
+		sc_close(&l);
 		return 0;
+	}
 	size_t n = 0;
 	int p[2];
-	if (!add_rules(f) && !pipe2(p, O_CLOEXEC)) {
-		if (!seccomp_export_bpf(f, p[1])) {
+	if (!add_rules(&l, f) && !pipe2(p, O_CLOEXEC)) {
+		if (!l.export_bpf(f, p[1])) {
 			close(p[1]);
 			p[1] = -1;
 			ssize_t r = read(p[0], out, max * sizeof *out);
@@ -313,7 +392,8 @@ static size_t filter_build(struct sock_filter *out, size_t max)
 		if (p[1] >= 0)
 			close(p[1]);
 	}
-	seccomp_release(f);
+	l.release(f);
+	sc_close(&l);
 	return n;
 }
 
@@ -391,7 +471,7 @@ static int lock_precheck(struct tstate *t, xpfo_compartment_t *c, unsigned flags
 		return EPERM;
 	if (t->depth || t->heap != &t->root_heap)
 		return EINVAL;
-	if (seccomp_api_get() < 6)
+	if (sc_api_level() < 6)
 		return ENOSYS;
 	if (!lock_keyed() && !lock_single_thread()) {
 		if (!pkeys_on)

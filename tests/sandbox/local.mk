@@ -10,7 +10,8 @@ sandbox_tests = \
 	tests/sandbox/alloc \
 	tests/sandbox/gadgets \
 	tests/sandbox/transfer \
-	tests/sandbox/rootruns
+	tests/sandbox/rootruns \
+	tests/sandbox/lazylib
 
 check_PROGRAMS += $(sandbox_tests)
 TESTS += $(sandbox_tests)
@@ -45,6 +46,12 @@ tests_sandbox_rootruns_CPPFLAGS = $(sandbox_cppflags)
 tests_sandbox_rootruns_CFLAGS = $(sandbox_cflags)
 tests_sandbox_rootruns_LDADD = $(sandbox_ldadd)
 tests_sandbox_rootruns_LDFLAGS = -no-install
+
+tests_sandbox_lazylib_SOURCES = tests/sandbox/lazylib.c tests/testutil.c tests/testutil.h
+tests_sandbox_lazylib_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_lazylib_CFLAGS = $(sandbox_cflags)
+tests_sandbox_lazylib_LDADD = $(sandbox_ldadd)
+tests_sandbox_lazylib_LDFLAGS = -no-install
 
 # The attacks in the QEMU rig (pkeys and mprotect in the guest): static,
 # with the cases that need keys (tests/qemu/local.mk's QEMU_TEST_BINARIES).
