@@ -249,7 +249,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 
 /* The shared library loads libseccomp while it locks a thread, not at every
  * program's start: a program run under xpfo-run, or linked to xpfo without
- * locking a thread, does not map it (100-130 KB of peak RSS with it loaded;
+ * locking a thread, does not map it (80-90 KB of RSS with it loaded;
  * bench/README.md).  It is closed again before the lock: its link map came
  * from root's heap, and a locked thread that ends the process would meet
  * it in the dynamic linker's exit walk.  The static library calls it
@@ -339,14 +339,14 @@ static int add_memory_rules(const struct sc_lib *l, scmp_filter_ctx f)
 	const uint64_t X = PROT_EXEC, F = MAP_FIXED;
 	int e = 0;
 	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mprotect), 1,
-			      SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
+			 SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
 	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(pkey_mprotect), 1,
-			      SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
+			 SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
 	/* a mapping the kernel places cannot replace one: allowed */
 	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
-			      SCMP_A3(SCMP_CMP_MASKED_EQ, F, 0));
+			 SCMP_A3(SCMP_CMP_MASKED_EQ, F, 0));
 	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
-			      SCMP_A3(SCMP_CMP_MASKED_EQ, F, F));
+			 SCMP_A3(SCMP_CMP_MASKED_EQ, F, F));
 	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(madvise), 0);
 	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(munmap), 0);
 	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mremap), 0);
