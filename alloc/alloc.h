@@ -237,8 +237,9 @@ struct tstate {
 	struct gather g;
 	/* pages.c's last take of free pages by this thread, for the grant
 	 * that follows (revoke.c guard_granted): how many were under guard
-	 * markers with root's protection (release=guard) */
-	struct { uintptr_t addr; uint32_t npages, open, open_head; } take;
+	 * markers with root's protection (release=guard); runs_open: a span
+	 * of guarded runs whose pages are all so, guards apart */
+	struct { uintptr_t addr; uint32_t npages, open, open_head; bool runs_open; } take;
 };
 
 /* ---- globals: heap_lock (pages.c), the compartment table (compartment.c),
@@ -270,9 +271,10 @@ void slab_meta_free(struct slab *s);     /* heap_lock held */
 uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, unsigned tag,
 		      bool *clean);
 /* Up to max pages (a multiple of unit, at least unit) of the first free run
- * of at least unit pages, for a grant span; *got: how many. */
+ * of at least unit pages, for a grant span; *got: how many.  guarded: the
+ * units are guarded runs (their last page the guard), see take_note. */
 uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, unsigned tag,
-			   size_t *got, bool *clean);
+			   bool guarded, size_t *got, bool *clean);
 #define TAG_LARGE NCLASSES /* segments of page runs; slab segments carry their class */
 /* Whole segments for one huge allocation. */
 uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean);
@@ -342,10 +344,15 @@ bool revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 enum flush_reason revoke_full_reason(void); /* FR_EAGER with revoke=eager, else FR_FULL */
 /* Queue granted pages the thread did not need (a grant chunk's rest): they
  * can be taken back like freed runs, and are revoked with the batch. */
-bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner);
+bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
+		      bool guarded);
 /* How many pages a run of npages should take from the allocator at once
- * (a multiple of npages; npages when no span pays), and grow the span. */
-size_t revoke_grant_span(struct tstate *t, size_t npages);
+ * (a multiple of npages; npages when no span pays), and grow the span;
+ * guarded: runs of npages with their guard, granted by grant_guarded_span. */
+size_t revoke_grant_span(struct tstate *t, size_t npages, bool guarded);
+/* Guarded runs of c granted a span at a time, and that grant (revoke.c). */
+bool grant_guarded_spans(const struct xpfo_compartment *c);
+int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open);
 void gather_init(struct gather *g);
 /* In a fork child: drop (never apply) a gather its thread was changing at
  * the fork. */

@@ -23,6 +23,10 @@
 #include <string.h>
 
 #define LARGE_CLASS NCLASSES /* stats index of page runs */
+/* A guarded page run grows in place from this many pages (run.c
+ * realloc_in_place); smaller ones are granted in spans (run_get), whose
+ * spares would stand where a larger one grows. */
+#define GUARDED_GROW_MIN 64
 
 static inline const char *comp_name(uint16_t id)
 {

@@ -325,6 +325,7 @@ static void take_note(struct segment *s, size_t i, size_t n)
 		t->take.npages = (uint32_t)n;
 		t->take.open = (uint32_t)open;
 		t->take.open_head = (uint32_t)head;
+		t->take.runs_open = false;
 	}
 }
 
@@ -381,7 +382,7 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
  * multiple of unit), so one protection change opens what the thread's next
  * runs or slabs need; a new segment only when none has `unit` free pages. */
 uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, unsigned tag,
-			   size_t *got, bool *clean)
+			   bool guarded, size_t *got, bool *clean)
 {
 	uintptr_t r = 0;
 	pthread_mutex_lock(&heap_lock);
@@ -402,7 +403,15 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 		size_t end = bit_next(s->free_map, i + unit, i + max < SEG_PAGES ? i + max : SEG_PAGES,
 				      false);
 		n = (end - i) / unit * unit;
+		/* guarded runs whose pages (their guards apart) are all open
+		 * under markers are granted by one call (revoke.c
+		 * grant_guarded_span) */
+		bool open = guarded && n > unit;
+		for (size_t k = i; open && k < i + n; k += unit)
+			open = bit_count(s->open_map, k, unit - 1) == unit - 1;
 		*clean = seg_take_pages(s, i, n, c->id);
+		if (open && tl_state)
+			tl_state->take.runs_open = true;
 		r = seg_addr(s) + (i << PAGE_SHIFT);
 	}
 	pthread_mutex_unlock(&heap_lock);

@@ -34,6 +34,32 @@ bool guard_allowed(void)
 	return true;
 }
 
+/* A span of guarded runs of npages (and a guard) each, taken at a for c
+ * (grant_guarded_spans said yes): granted by one call (three where some
+ * page was not open under markers); the first run is the caller's, the
+ * others wait in the gather as spares, guards included (queued like a
+ * freed guarded run: one taken back gets its guard set again).  0: done;
+ * else the call failed (markers may be gone from some runs): those runs
+ * are queued as freed, so the flush revokes them again, and the first is
+ * left for the caller to grant the usual way (its take, returned). */
+static size_t guarded_span(struct tstate *t, struct xpfo_compartment *c, uintptr_t a,
+			   size_t npages, size_t take)
+{
+	size_t total = npages + 1;
+	bool failed = grant_guarded_span(a, total, take / total, t->take.runs_open) != 0;
+	for (size_t k = total; k < take; k += total) {
+		stat_inc(live_guards); /* each queued run's guard leaves with it */
+		uintptr_t r = a + (k << PAGE_SHIFT);
+		flush_if_full(t, failed ? revoke_add(t, r, total, c->id, RK_RUN, RF_GUARDED)
+					: revoke_add_spare(t, r, total, c->id, true));
+	}
+	if (failed)
+		return total;
+	owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
+	stat_inc(live_guards);
+	return 0;
+}
+
 /* A run of npages for compartment c in segments of `tag`, followed by an
  * inaccessible guard page if `guard`: first one this thread queued for
  * revocation itself (no syscall: ownership never changed), else free pages
@@ -52,10 +78,15 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		return a;
 	}
 	/* a span of whole runs, granted at once: the spare waits in the gather
-	 * for this thread's next ones (revoke_grant_span) */
+	 * for this thread's next ones (revoke_grant_span); guarded runs only
+	 * where one call grants them all (grant_guarded_spans) and none would
+	 * grow in place */
 	size_t take = total;
-	if (!guard && align_pages == 1 && !secret_comp(c))
-		a = pages_alloc_span(c, npages, revoke_grant_span(t, npages), tag, &take, clean);
+	bool span = align_pages == 1 && !secret_comp(c) &&
+		    (!guard || (npages < GUARDED_GROW_MIN && grant_guarded_spans(c)));
+	if (span)
+		a = pages_alloc_span(c, total, revoke_grant_span(t, total, guard), tag, guard, &take,
+				     clean);
 	else
 		a = pages_alloc(c, take, align_pages, tag, clean);
 	if (!a && t->g.live) {
@@ -64,6 +95,8 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 	}
 	if (!a)
 		return 0;
+	if (guard && take > total && (take = guarded_span(t, c, a, npages, take)) == 0)
+		return a;
 	if (grant(c, a, (take - guard) << PAGE_SHIFT)) {
 		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		pages_release(&r, 1);
@@ -74,7 +107,7 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		stat_inc(live_guards);
 	} else if (take > npages)
 		flush_if_full(t, revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages,
-						  c->id));
+						  c->id, false));
 	return a;
 }
 
@@ -217,7 +250,7 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size,
 	if (b->guarded && max > np && (max - np) * 4 > np)
 		max = np + np / 4;
 	if (b->kind == BK_LARGE && size <= LARGE_MAX && nnp > np &&
-	    (!b->guarded || (np >= 64 && (nnp - np) * 4 <= np)) &&
+	    (!b->guarded || (np >= GUARDED_GROW_MIN && (nnp - np) * 4 <= np)) &&
 	    (got = pages_grow_in_place(a, np, nnp, max > nnp ? max : nnp, b->guarded))) {
 		owner_set_large(a, got, b->owner);
 		stat_add(large_live_bytes, (got - np) << PAGE_SHIFT);

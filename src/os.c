@@ -160,7 +160,7 @@ int os_guard(void *addr, size_t size, bool install)
 
 #define OS_PIDFD_SELF (-10000) /* PIDFD_SELF_THREAD, linux/pidfd.h */
 
-int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *done)
+int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done)
 {
 	*done = 0;
 	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
@@ -173,7 +173,7 @@ int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *d
 	int saved = errno;
 	stat_inc(madvise_syscalls);
 	long r = syscall(SYS_process_madvise, OS_PIDFD_SELF, v, (size_t)n,
-			 OS_MADV_GUARD_INSTALL, 0u);
+			 install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE, 0u);
 	int e = r < 0 ? errno : 0;
 	errno = saved;
 	if (!e)

@@ -41,7 +41,7 @@ int os_purge(void *addr, size_t size);
  * leaves the pages as they are.  Counted as madvise calls; OS_OP_PROTECT
  * injections apply (a protection change). */
 int os_guard(void *addr, size_t size, bool install);
-/* Install guard markers over n <= OS_GUARD_VEC ranges in one call
+/* Install (or remove) guard markers over n <= OS_GUARD_VEC ranges in one call
  * (process_madvise on the calling thread's own address space, named by
  * PIDFD_SELF: a kernel that does not take it answers EBADF).  0 with *done
  * the bytes covered, which may stop short of the whole after a failure
@@ -49,7 +49,7 @@ int os_guard(void *addr, size_t size, bool install);
  * OS_OP_PROTECT injection, so that the caller goes range by range through
  * os_guard, where it applies. */
 #define OS_GUARD_VEC 64
-int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *done);
+int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done);
 /* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new
  * frames (zero), and one VMA where protection changes had split it. */
 int os_remap(void *addr, size_t size, enum os_prot prot);
