@@ -160,11 +160,9 @@ int os_guard(void *addr, size_t size, bool install)
 
 #define OS_PIDFD_SELF (-10000) /* PIDFD_SELF_THREAD, linux/pidfd.h */
 
-int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done)
+static int madvise_vec(const uintptr_t *addr, const size_t *len, unsigned n, int advice,
+		       size_t *done)
 {
-	*done = 0;
-	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
-		return ECANCELED;
 	struct iovec v[OS_GUARD_VEC];
 	for (unsigned k = 0; k < n; k++) {
 		v[k].iov_base = (void *)addr[k];
@@ -172,12 +170,28 @@ int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool inst
 	}
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	long r = syscall(SYS_process_madvise, OS_PIDFD_SELF, v, (size_t)n,
-			 install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE, 0u);
+	long r = syscall(SYS_process_madvise, OS_PIDFD_SELF, v, (size_t)n, advice, 0u);
 	int e = r < 0 ? errno : 0;
 	errno = saved;
-	if (!e)
-		*done = (size_t)r;
+	*done = e ? 0 : (size_t)r;
+	return e;
+}
+
+int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done)
+{
+	*done = 0;
+	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
+		return ECANCELED;
+	return madvise_vec(addr, len, n, install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE,
+			   done);
+}
+
+int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n)
+{
+	size_t done;
+	if (inject[OS_OP_PURGE].count || n > OS_GUARD_VEC)
+		return ECANCELED;
+	int e = madvise_vec(addr, len, n, MADV_DONTNEED, &done);
 	return e;
 }
 

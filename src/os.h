@@ -50,6 +50,12 @@ int os_guard(void *addr, size_t size, bool install);
  * os_guard, where it applies. */
 #define OS_GUARD_VEC 64
 int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done);
+/* Release the frames of n <= OS_GUARD_VEC ranges in one call (MADV_DONTNEED
+ * through process_madvise, as os_guard_vec): the kernel flushes the TLBs
+ * once for all of them, where installing markers over populated ranges
+ * flushes once a range.  0 or the errno; ECANCELED: an active OS_OP_PURGE
+ * injection, no call made. */
+int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n);
 /* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new
  * frames (zero), and one VMA where protection changes had split it. */
 int os_remap(void *addr, size_t size, enum os_prot prot);
