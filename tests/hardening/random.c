@@ -1,5 +1,6 @@
-/* random.c - randomisation.  random_slots (default, strict) hands out the
- * slots of a slab in random order; random_bases (default, strict) places
+/* random.c - randomisation.  random_slots (strict; since issue 11 not the
+ * default) hands out the slots of a slab in random order; random_bases
+ * (default, strict) places
  * segments at random in the heap reservation.  No message: the child
  * measures and exits 0 when the layout is random, 3 when it is the
  * predictable one (the mitigation off).
@@ -57,16 +58,18 @@ static const struct hcase cases[] = {
 #define WARN(opt) "xpfo: warning: option " opt ": *keeping the default"
 
 static const struct hrun runs[] = {
-	{ "slot-order", "profile=default", HX_EXIT, 0, NULL, NULL, "random_slots on" },
+	{ "slot-order", "profile=default", HX_EXIT, 3, NULL, NULL,
+	  "random_slots off in the default: in order" },
+	{ "slot-order", "profile=default,random_slots=1", HX_EXIT, 0, NULL, NULL, "random_slots on" },
 	{ "slot-order", "profile=strict", HX_EXIT, 0, NULL, NULL, "random_slots on" },
 	{ "slot-order", "profile=light,random_slots=1", HX_EXIT, 0, NULL, NULL, "random_slots on" },
 	{ "slot-order", "profile=light", HX_EXIT, 3, NULL, NULL, "random_slots off: in order" },
-	{ "slot-order", "profile=default,random_slots=0", HX_EXIT, 3, NULL, NULL,
-	  "random_slots off: in order" },
 	{ "slot-order", "profile=strict,random_slots=0", HX_EXIT, 3, NULL, NULL,
 	  "random_slots off: in order" },
-	{ "slot-order", "profile=default,random_slots=2", HX_EXIT, 0, NULL, WARN("random_slots"),
-	  "bad value: default (on) kept" },
+	{ "slot-order", "profile=strict,random_slots=2", HX_EXIT, 0, NULL, WARN("random_slots"),
+	  "bad value: the profile's value (on) kept" },
+	{ "slot-order", "profile=default,random_slots=2", HX_EXIT, 3, NULL, WARN("random_slots"),
+	  "bad value: the profile's value (off) kept" },
 	{ "segment-placement", "profile=default", HX_EXIT, 0, NULL, NULL, "random_bases on" },
 	{ "segment-placement", "profile=strict", HX_EXIT, 0, NULL, NULL, "random_bases on" },
 	{ "segment-placement", "profile=light,random_bases=1", HX_EXIT, 0, NULL, NULL,
