@@ -73,7 +73,7 @@ static inline unsigned size_to_class(size_t size)
 {
 	if (size <= 1024)
 		return class_lut_small[(size + 15) >> 4];
-	return class_lut_mid[(size + 255) >> 8];
+	return class_lut_mid[(size + 63) >> 6];
 }
 
 /* ---- slabs ------------------------------------------------------------- */

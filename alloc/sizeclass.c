@@ -1,6 +1,9 @@
 /* sizeclass.c - size classes: 16-byte steps to 128, then four classes per
- * doubling up to 16 KiB.  Each class gets a slab size chosen so that the
- * slots fill the slab with little waste. */
+ * doubling up to 16 KiB, and from 512 a fifth just past each power of two
+ * (base + 64): a power-of-two request and its 8-byte canary took the next
+ * quarter step, 25% more than asked (sqlite's 1,024- and 4,368-byte
+ * blocks, 1,280 and 5,120-byte slots: 10 MB of its 81).  Each class gets a
+ * slab size chosen so that the slots fill the slab with little waste. */
 #include "alloc.h"
 
 
@@ -32,9 +35,12 @@ void sizeclass_init(void)
 	unsigned c = 0;
 	for (uint32_t s = 16; s <= 128; s += 16)
 		classes[c++].size = s;
-	for (uint32_t base = 128; base < SMALL_MAX; base *= 2)
+	for (uint32_t base = 128; base < SMALL_MAX; base *= 2) {
+		if (base >= 512)
+			classes[c++].size = base + 64;
 		for (uint32_t k = 1; k <= 4; k++)
 			classes[c++].size = base + k * (base / 4);
+	}
 	xpfo_assert(c == NCLASSES && classes[NCLASSES - 1].size == SMALL_MAX);
 	for (c = 0; c < NCLASSES; c++) {
 		struct size_class *k = &classes[c];
@@ -57,8 +63,8 @@ void sizeclass_init(void)
 		class_lut_small[i] = (uint8_t)c;
 	}
 	c = 0;
-	for (unsigned i = 0; i <= 64; i++) {
-		size_t size = i * 256;
+	for (unsigned i = 0; i <= SMALL_MAX / 64; i++) {
+		size_t size = i * 64;
 		while (classes[c].size < size)
 			c++;
 		class_lut_mid[i] = (uint8_t)c;

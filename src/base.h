@@ -44,7 +44,7 @@ static const bool debug_walks = XPFO_DEBUG >= 2;
  * above it only hold smaller requests grown by the canary. */
 #define RUN_MIN 4096
 #define LARGE_MAX (SEG_SIZE / 2)              /* larger: whole segments */
-#define NCLASSES 36
+#define NCLASSES 41
 #define SLAB_MAX_SLOTS 512
 #define SLAB_WORDS (SLAB_MAX_SLOTS / 64)
 #define MAX_COMPARTMENTS 4096
@@ -73,7 +73,7 @@ struct sealed_globals {
 	struct options options;
 	struct size_class classes[NCLASSES];
 	uint8_t class_lut_small[65]; /* (size + 15) >> 4, size <= 1024 */
-	uint8_t class_lut_mid[65];   /* (size + 255) >> 8, size <= 16384 */
+	uint8_t class_lut_mid[SMALL_MAX / 64 + 1]; /* (size + 63) >> 6, size <= 16384 */
 	uintptr_t heap_base, heap_end;
 	size_t heap_nsegs;
 	struct segment *seg_table;
