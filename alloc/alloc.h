@@ -352,7 +352,7 @@ bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t 
 size_t revoke_grant_span(struct tstate *t, size_t npages, bool guarded);
 /* Guarded runs of c granted a span at a time, and that grant (revoke.c). */
 bool grant_guarded_spans(const struct xpfo_compartment *c);
-int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open);
+int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept);
 void gather_init(struct gather *g);
 /* In a fork child: drop (never apply) a gather its thread was changing at
  * the fork. */

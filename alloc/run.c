@@ -9,6 +9,7 @@
  */
 #include "heap.h"
 #include "backing.h"
+#include "policy.h"
 
 #include <errno.h>
 
@@ -38,23 +39,31 @@ bool guard_allowed(void)
  * (grant_guarded_spans said yes): granted by one call (three where some
  * page was not open under markers); the first run is the caller's, the
  * others wait in the gather as spares, guards included (queued like a
- * freed guarded run: one taken back gets its guard set again).  0: done;
- * else the call failed (markers may be gone from some runs): those runs
- * are queued as freed, so the flush revokes them again, and the first is
- * left for the caller to grant the usual way (its take, returned). */
+ * freed guarded run: one taken back gets its guard set again).  0: done.
+ * Else the grant failed and the span was closed again: its other runs go
+ * back to the free pages, and the first is left for the caller to grant
+ * the usual way (its take, returned); SIZE_MAX: not even closed, the span
+ * stays out of use for good (quarantined), and the caller fails. */
 static size_t guarded_span(struct tstate *t, struct xpfo_compartment *c, uintptr_t a,
 			   size_t npages, size_t take)
 {
 	size_t total = npages + 1;
-	bool failed = grant_guarded_span(a, total, take / total, t->take.runs_open) != 0;
-	for (size_t k = total; k < take; k += total) {
-		stat_inc(live_guards); /* each queued run's guard leaves with it */
-		uintptr_t r = a + (k << PAGE_SHIFT);
-		flush_if_full(t, failed ? revoke_add(t, r, total, c->id, RK_RUN, RF_GUARDED)
-					: revoke_add_spare(t, r, total, c->id, true));
-	}
-	if (failed)
+	bool kept;
+	if (grant_guarded_span(a, total, take / total, t->take.runs_open, &kept)) {
+		if (kept) { /* not closed: no page of it is handed out */
+			policy_quarantine(a, take, c->id);
+			return SIZE_MAX;
+		}
+		struct range r = { a + (total << PAGE_SHIFT), (uint32_t)(take - total), c->id, RK_RUN,
+				   0, 0, 0, seg_of(a)->gen, 0, 0 };
+		pages_release(&r, 1);
 		return total;
+	}
+	/* each queued run's guard leaves with it */
+	for (size_t k = total; k < take; k += total) {
+		stat_inc(live_guards);
+		flush_if_full(t, revoke_add_spare(t, a + (k << PAGE_SHIFT), total, c->id, true));
+	}
 	owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
 	stat_inc(live_guards);
 	return 0;
@@ -95,8 +104,8 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 	}
 	if (!a)
 		return 0;
-	if (guard && take > total && (take = guarded_span(t, c, a, npages, take)) == 0)
-		return a;
+	if (guard && take > total && (take = guarded_span(t, c, a, npages, take)) != total)
+		return take ? 0 : a;
 	if (grant(c, a, (take - guard) << PAGE_SHIFT)) {
 		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		pages_release(&r, 1);

@@ -28,6 +28,13 @@
  *     markers; a run at a time made 60 or more), read zero, take writes,
  *     and each guard page still faults (a forked child's read of it dies
  *     by SIGSEGV); freed, flushed and allocated again, the same.
+ *  guarded spans failing, release=guard: the protection calls of the first
+ *     guarded span's grant fail (injected): with one failure the span is
+ *     closed again by mprotect and every malloc still succeeds; with three
+ *     (the grant, its markers and mprotect: the span cannot be closed) one
+ *     malloc fails, the span is quarantined with one "xpfo: error" line,
+ *     and the next ones succeed; every run handed out reads zero, takes
+ *     writes, and its guard page faults.
  *  shootdowns, release=guard: with a second thread running on the other
  *     CPU, the 85 freed spans, their pages populated, are revoked with
  *     fewer than 40 TLB shootdowns (/proc/interrupts, all CPUs, so other
@@ -151,12 +158,12 @@ static int strict_grant(void)
 #define M 60 /* guarded 16 KiB runs: under MAX_LIVE_GUARDS with their spares */
 #define GSIZE (16u << 10)
 
-/* The runs' guard pages fault (in a forked child, whose report is not
- * printed); the number that did not. */
-static int guards_open(char **p)
+/* The guard pages of the n runs fault (in a forked child, whose report is
+ * not printed); the number that did not. */
+static int guards_open(char **p, int count)
 {
 	int n = 0;
-	for (int i = 0; i < M; i++) {
+	for (int i = 0; i < count; i++) {
 		pid_t k = fork();
 		if (k == 0) {
 			int fd = open("/dev/null", O_WRONLY);
@@ -200,15 +207,56 @@ static int guarded(void)
 	xpfo_flush();
 	size_t bad = 0;
 	unsigned long long g1 = guarded_take(p, &bad);
-	int open1 = guards_open(p);
+	int open1 = guards_open(p, M);
 	for (int i = 0; i < M; i++)
 		xpfo_free(p[i]);
 	xpfo_flush();
 	unsigned long long g2 = guarded_take(p, &bad);
-	int open2 = guards_open(p);
+	int open2 = guards_open(p, M);
 	printf("%d guarded runs: %llu granting calls, %d guard pages open; freed and again: %llu "
 	       "calls, %d open; %zu bytes checked not zero\n", M, g1, open1, g2, open2, bad);
 	return g1 <= M / 3 && g2 <= M / 3 && !open1 && !open2 && !bad ? 0 : 1;
+}
+
+/* The first guarded span's grant meets `fails` injected protection
+ * failures; exit 0 when what follows is as the header says. */
+static int guarded_fail(unsigned fails)
+{
+	struct xpfo_stats s0, s1;
+	static char *p[M];
+	if (fill_free(&s0, &s1))
+		return 99;
+	for (int i = 1; i < N; i += 2)
+		xpfo_free(run[i]);
+	xpfo_flush();
+	if (xpfo__test_inject(TU_OS_PROTECT, EIO, 0, fails))
+		return 99;
+	int null = 0;
+	size_t bad = 0;
+	for (int i = 0; i < M; i++) {
+		if (!(p[i] = xpfo_malloc(GSIZE))) {
+			null++;
+			continue;
+		}
+		for (size_t k = 0; k < GSIZE; k += 512)
+			bad += p[i][k] != 0;
+		memset(p[i], 0x5a, GSIZE);
+	}
+	int n = 0;
+	for (int i = 0; i < M; i++)
+		if (p[i])
+			p[n++] = p[i];
+	int nopen = guards_open(p, n);
+	struct xpfo_stats s2;
+	tu_stats(&s2);
+	printf("%u failures: %d of %d mallocs failed, %d guard pages open, %zu bytes not zero, "
+	       "%llu pages quarantined\n", fails, null, M, nopen, bad,
+	       (unsigned long long)s2.pages_quarantined);
+	int want_null = fails >= 3;
+	return null == want_null && !nopen && !bad &&
+			       (want_null ? s2.pages_quarantined > 0 : s2.pages_quarantined == 0)
+		       ? 0
+		       : 1;
 }
 
 /* TLB shootdowns so far, all CPUs (-1: not known). */
@@ -325,6 +373,10 @@ int main(int argc, char **argv)
 		return strict_grant();
 	if (argc == 2 && !strcmp(argv[1], "--guarded"))
 		return guarded();
+	if (argc == 2 && !strcmp(argv[1], "--guarded-fail1"))
+		return guarded_fail(1);
+	if (argc == 2 && !strcmp(argv[1], "--guarded-fail3"))
+		return guarded_fail(3);
 	if (argc == 2 && !strcmp(argv[1], "--shootdowns"))
 		return shootdown_count();
 	int have = tu_guard_markers();
@@ -354,6 +406,15 @@ int main(int argc, char **argv)
 		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
 		      "release=guard: guarded runs granted a span at a time, guards still fault: %s",
 		      tu_status_str(r.status));
+		child("--guarded-fail1", "release=guard", &r);
+		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+		      "release=guard: a guarded span's grant failing once: closed again, every "
+		      "malloc served: %s", tu_status_str(r.status));
+		child("--guarded-fail3", "release=guard", &r);
+		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+		      strstr(r.err, "xpfo: error: cannot close a span whose grant failed"),
+		      "release=guard: a guarded span that cannot be closed: quarantined, reported, "
+		      "one malloc fails: %s", tu_status_str(r.status));
 	}
 	if (have && tu_guard_markers_batched() && sysconf(_SC_NPROCESSORS_ONLN) >= 2 &&
 	    shootdowns() >= 0) {
