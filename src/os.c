@@ -191,8 +191,7 @@ int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n)
 	size_t done;
 	if (inject[OS_OP_PURGE].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	int e = madvise_vec(addr, len, n, MADV_DONTNEED, &done);
-	return e;
+	return madvise_vec(addr, len, n, MADV_DONTNEED, &done);
 }
 
 int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
