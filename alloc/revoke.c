@@ -1118,28 +1118,6 @@ bool grant_guarded_spans(const struct xpfo_compartment *c)
 	       __atomic_load_n(&batch_state, __ATOMIC_RELAXED) > 0;
 }
 
-static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open);
-static int grant_span_close(uintptr_t a, size_t len);
-
-/* Grant the k guarded runs of unit pages each (the last the guard) from
- * a, the span this thread just took from root's free pages.  Where every
- * run's pages are open under markers (pages.c pages_alloc_span: runs_open)
- * one call removes the markers of all of them, and each guard keeps its
- * own (markers, or a closed protection).  Otherwise three: markers on
- * every guard, root's protection over the span, the runs' markers
- * removed; the guards end open under markers.  0, or an errno: then no run
- * is granted, and the span is closed again (grant_span_close), or, where
- * even that failed, *kept says its pages must never be handed out. */
-int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept)
-{
-	int e = grant_span_try(a, unit, k, open);
-	int ce = e ? grant_span_close(a, (k * unit) << PAGE_SHIFT) : 0;
-	*kept = ce != 0;
-	if (ce)
-		policy_failed("close a span whose grant failed", ce, a, k * unit);
-	return e;
-}
-
 /* Some runs of a span whose grant failed may be open: every page of it gets
  * markers again (they may have had them, or a closed protection, or root's
  * after the second call), or PROT_NONE where markers fail; 0 when closed. */
@@ -1152,6 +1130,7 @@ static int grant_span_close(uintptr_t a, size_t len)
 	return os_protect((void *)a, len, OS_NONE);
 }
 
+/* grant_guarded_span's calls (below), without the closing on failure. */
 static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
 {
 	uintptr_t addr[OS_GUARD_VEC];
@@ -1189,6 +1168,25 @@ static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
 		return e;
 	stat_inc(grant_syscalls);
 	return e ? e : done == want ? 0 : EIO;
+}
+
+/* Grant the k guarded runs of unit pages each (the last the guard) from
+ * a, the span this thread just took from root's free pages.  Where every
+ * run's pages are open under markers (pages.c pages_alloc_span: runs_open)
+ * one call removes the markers of all of them, and each guard keeps its
+ * own (markers, or a closed protection).  Otherwise three: markers on
+ * every guard, root's protection over the span, the runs' markers
+ * removed; the guards end open under markers.  0, or an errno: then no run
+ * is granted, and the span is closed again (grant_span_close), or, where
+ * even that failed, *kept says its pages must never be handed out. */
+int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept)
+{
+	int e = grant_span_try(a, unit, k, open);
+	int ce = e ? grant_span_close(a, (k * unit) << PAGE_SHIFT) : 0;
+	*kept = ce != 0;
+	if (ce)
+		policy_failed("close a span whose grant failed", ce, a, k * unit);
+	return e;
 }
 
 int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
