@@ -102,7 +102,7 @@ struct slab {
 };
 enum slab_list { SL_NONE, SL_CUR, SL_PARTIAL, SL_FULL };
 
-struct slab_list_head { struct slab *head; };
+struct slab_list_head { struct slab *head, *tail; };
 
 /* ---- compartments ------------------------------------------------------ */
 #define COMP_MAGIC 0x7866636fu

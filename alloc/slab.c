@@ -24,7 +24,26 @@ static void list_push(struct slab_list_head *l, struct slab *s, enum slab_list w
 	s->next = l->head;
 	if (l->head)
 		l->head->prev = s;
+	else
+		l->tail = s;
 	l->head = s;
+}
+
+/* At the far end: a full slab that gets a free slot goes behind the
+ * partial slabs that had theirs longer (small_refill takes the head).
+ * Pushed at the head, the slab with one free slot became current, filled
+ * at once and sent the next malloc back to small_refill: xb-pairs local
+ * called it on 14% of its mallocs. */
+static void list_append(struct slab_list_head *l, struct slab *s, enum slab_list which)
+{
+	s->list = (uint8_t)which;
+	s->next = NULL;
+	s->prev = l->tail;
+	if (l->tail)
+		l->tail->next = s;
+	else
+		l->head = s;
+	l->tail = s;
 }
 
 static void list_del(struct slab_list_head *l, struct slab *s)
@@ -35,6 +54,8 @@ static void list_del(struct slab_list_head *l, struct slab *s)
 		l->head = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
+	else
+		l->tail = s->prev;
 	s->next = s->prev = NULL;
 	s->list = SL_NONE;
 }
@@ -251,7 +272,7 @@ static void heap_drain_notify(struct tstate *t, struct theap *h)
 				slab_retire(t, s);
 			} else if (s->list == SL_FULL) {
 				list_del(&h->full[s->cls], s);
-				list_push(&h->partial[s->cls], s, SL_PARTIAL);
+				list_append(&h->partial[s->cls], s, SL_PARTIAL);
 			}
 		}
 		s = next;
@@ -408,7 +429,7 @@ __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct thea
 {
 	if (s->list == SL_FULL) {
 		list_del(&h->full[s->cls], s);
-		list_push(&h->partial[s->cls], s, SL_PARTIAL);
+		list_append(&h->partial[s->cls], s, SL_PARTIAL);
 	}
 	/* an announced slab stays until its heap drains the notice:
 	 * freeing its metadata now would leave it linked in that list */
