@@ -111,7 +111,7 @@ void *heap_calloc(struct tstate *t, size_t n, size_t size)
 	if (total < run_min()) {
 		void *p = small_alloc(t, size_to_class(total + canary_bytes));
 		if (p)
-			memset(p, 0, total);
+			arch_zero(p, total);
 		return p;
 	}
 	return large_alloc(t, total, PAGE_SIZE, true);
@@ -209,7 +209,7 @@ void heap_free(struct tstate *t, void *p)
 						if (canary_bytes)
 							canary_check(s, p);
 						if (opt.zero_on_free | opt.junk)
-							memset(p, free_fill(), k->size - canary_bytes);
+							slot_fill(p, k->size - canary_bytes);
 					} else if (slot_on_free(t, s, i, p)) {
 						return;
 					}

@@ -18,6 +18,7 @@
 #define XPFO_ALLOC_HEAP_H
 
 #include "alloc.h"
+#include "arch.h"
 #include "owner.h"
 
 #include <string.h>
@@ -46,6 +47,16 @@ static inline void bits_store(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, 
 
 /* The byte freed small slots are filled with (zero_on_free, junk). */
 static inline int free_fill(void) { return opt.junk ? 0xdf : 0; }
+
+/* Fill a freed slot the thread reaches directly (n bytes, a multiple
+ * of 8). */
+static inline void slot_fill(void *p, size_t n)
+{
+	if (opt.junk)
+		memset(p, 0xdf, n);
+	else
+		arch_zero(p, n);
+}
 
 /* Hardening reads and writes slots (canaries, fills).  A slot of a
  * compartment the calling thread is not inside may be out of its reach right

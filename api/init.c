@@ -14,6 +14,7 @@
  * (their gathers, leaving their compartments), which needs every one.
  */
 #include "internal.h"
+#include "arch.h"
 
 #include <errno.h>
 #include <string.h>
@@ -87,6 +88,7 @@ static void heap_reserve(void)
 static void init_core(void)
 {
 	options_init();
+	arch_init();
 	if (os_page_size() != (long)PAGE_SIZE)
 		xpfo_fatal("page size %u is not supported (this build needs %u)",
 			   (unsigned long)os_page_size(), (unsigned long)PAGE_SIZE);

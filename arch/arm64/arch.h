@@ -2,6 +2,8 @@
 #ifndef XPFO_ARCH_IMPL_H
 #define XPFO_ARCH_IMPL_H
 
+#include <stddef.h>
+
 #include <signal.h>
 #include <stdint.h>
 #include <ucontext.h>
@@ -40,5 +42,13 @@ static inline int arch_fault_is_write(const void *uc)
 	}
 	return -1;
 }
+
+/* Zero n bytes of a slot (freed, or a small calloc's): libc's memset. */
+static inline void arch_zero(void *p, size_t n)
+{
+	__builtin_memset(p, 0, n);
+}
+
+static inline void arch_init(void) {}
 
 #endif

@@ -22,18 +22,26 @@ static size_t count_not(const unsigned char *p, size_t n, unsigned char want)
 }
 
 /* A freed block's bytes, read through a stale pointer (a neighbour keeps
- * the slab in use). */
+ * the slab in use), for sizes on both sides of the vector zeroing's 1 KiB
+ * (arch_zero) up to the largest slab class, and an odd one whose slot
+ * ends past a 32-byte step. */
 static int c_freed_cleared(const char *a)
 {
 	(void)a;
-	char *keep = malloc(64), *p = malloc(64);
-	if (!keep || !p)
-		return 97;
-	size_t u = malloc_usable_size(p);
-	memset(p, 0x5a, u);
-	free(p);
-	size_t stale = count_not(h_opaque(p), u, 0);
-	h_note("%zu of %zu bytes not zero after free", stale, u);
+	static const size_t sizes[] = { 64, 1000, 1100, 2048, 4096, 5000, 8192, 12000, 16000 };
+	size_t stale = 0;
+	for (size_t k = 0; k < NELEM(sizes); k++) {
+		char *keep = malloc(sizes[k]), *p = malloc(sizes[k]);
+		if (!keep || !p)
+			return 97;
+		size_t u = malloc_usable_size(p);
+		memset(p, 0x5a, u);
+		free(p);
+		size_t n = count_not(h_opaque(p), u, 0);
+		if (n)
+			h_note("%zu-byte block: %zu of %zu bytes not zero after free", sizes[k], n, u);
+		stale += n;
+	}
 	return stale ? 3 : 0;
 }
 
