@@ -190,7 +190,7 @@ __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, vo
 	touch_end(&x);
 }
 
-__attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls)
+_Noreturn __attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls)
 {
 	struct tstate *t = tl_state;
 	xpfo_fatal("canary of %p (size class %u) corrupted: buffer overflow (compartment \"%s\")", p,

@@ -65,6 +65,15 @@ static __attribute__((noinline)) void *small_alloc_full(struct tstate *t, unsign
 	return p;
 }
 
+/* A slot written since its free: slot_prepare's full check finds where
+ * and ends the process.  Called last (a tail call): small_alloc needs no
+ * frame. */
+static __attribute__((noinline)) void *small_alloc_dirty(struct tstate *t, struct slab *s, void *p)
+{
+	slot_prepare(t, s, p);
+	return p;
+}
+
 /* The cases small_alloc_full is for: no current slab or a full one, a
  * random stream to refill, hardening beyond the canary.  Outside them
  * small_alloc calls nothing, so it needs no frame. */
@@ -85,11 +94,9 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 	t->st.allocs[cls]++;
 	if (t->hard) {
 		size_t user = classes[cls].size - canary_bytes;
-		/* a slot written since its free: slot_prepare's full check
-		 * finds where and ends the process */
 		if (opt.waf_check && unlikely(!waf_clean_direct(p, user)))
-			slot_prepare(t, s, p);
-		else if (canary_bytes)
+			return small_alloc_dirty(t, s, p);
+		if (canary_bytes)
 			memcpy((char *)p + user, &s->canary, sizeof s->canary);
 	}
 	return p;
@@ -163,7 +170,7 @@ heap_misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk
 	}
 }
 
-static void free_slow(struct tstate *t, uintptr_t a, const char *what)
+static __attribute__((noinline)) void free_slow(struct tstate *t, uintptr_t a, const char *what)
 {
 	struct blk b;
 	enum blk_status stt = owner_lookup(a, &b);
@@ -182,44 +189,84 @@ static void free_slow(struct tstate *t, uintptr_t a, const char *what)
 				    (b.guarded ? RF_GUARDED : 0) | (b.kind == BK_LARGE ? RF_WHOLE : 0)));
 }
 
+static _Noreturn __attribute__((noinline, cold)) void free_freed(uintptr_t a, uint16_t owner)
+{
+	struct blk b = { .owner = owner };
+	heap_misuse("free", a, BLK_FREED, &b);
+}
+
+/* heap_free's slot paths past the fast one, each called last (a tail
+ * call): the fast path keeps no value across a call (it saved six
+ * registers and made a frame for them, issue 11). */
+static __attribute__((noinline)) void free_slot_hard(struct tstate *t, struct slab *s, uint32_t i,
+						     void *p)
+{
+	if (!slot_on_free(t, s, i, p))
+		slot_release(t, s, i);
+}
+
+/* Filled, then released: never a free slot with old bytes in it, not
+ * even for a fork child that adopts the slabs of a thread caught here
+ * (write-after-free checks would end it). */
+static __attribute__((noinline)) void free_slot_fill(struct tstate *t, struct slab *s, uint32_t i,
+						     void *p, size_t n)
+{
+	slot_fill(p, n);
+	slot_release(t, s, i);
+}
+
 void heap_free(struct tstate *t, void *p)
 {
 	uintptr_t a = (uintptr_t)p;
-	if (likely(in_heap(a))) {
-		struct segment *sg = seg_of(a);
-		long id = owner_slab_of(sg, a);
-		if (likely(id >= 0 && sg->kind == SEG_PAGES_K)) {
-			struct slab *s = &slab_table[id];
-			const struct size_class *k = &classes[s->cls];
-			uintptr_t off = a - s->base;
-			uint32_t i = (uint32_t)((off * k->recip) >> 32);
-			/* a slot of another thread's slab takes the same path
-			 * (the checks of owner_lookup's lookup_slab, inline) up
-			 * to the release itself */
-			if (likely(i * k->size == off && i < s->nslots)) {
-				uint32_t w = i / 64;
-				uint64_t bit = 1ull << (i % 64);
-				if (unlikely(!(bits_load(&s->used[w]) & bit) ||
-					     ((bits_load(&s->remote[w]) | bits_load(&s->quar[w])) & bit))) {
-					struct blk b = { .owner = s->owner };
-					heap_misuse("free", a, BLK_FREED, &b);
-				}
-				if (t->hard) {
-					if (likely(!opt.quarantine && touch_direct(t, s->owner))) {
-						if (canary_bytes)
-							canary_check(s, p);
-						if (opt.zero_on_free | opt.junk)
-							slot_fill(p, k->size - canary_bytes);
-					} else if (slot_on_free(t, s, i, p)) {
-						return;
-					}
-				}
-				slot_release(t, s, i);
+	if (unlikely(!in_heap(a))) {
+		free_slow(t, a, "free");
+		return;
+	}
+	struct segment *sg = seg_of(a);
+	long id = owner_slab_of(sg, a);
+	if (unlikely(id < 0 || sg->kind != SEG_PAGES_K)) {
+		free_slow(t, a, "free");
+		return;
+	}
+	struct slab *s = &slab_table[id];
+	const struct size_class *k = &classes[s->cls];
+	uintptr_t off = a - s->base;
+	uint32_t i = (uint32_t)((off * k->recip) >> 32);
+	if (unlikely(i * k->size != off || i >= s->nslots)) {
+		free_slow(t, a, "free");
+		return;
+	}
+	/* a slot of another thread's slab takes the same path (the checks
+	 * of owner_lookup's lookup_slab, inline) up to the release itself */
+	uint32_t w = i / 64;
+	uint64_t bit = 1ull << (i % 64);
+	if (unlikely(!(bits_load(&s->used[w]) & bit) ||
+		     ((bits_load(&s->remote[w]) | bits_load(&s->quar[w])) & bit))) {
+		free_freed(a, s->owner);
+	}
+	if (t->hard) {
+		if (unlikely(opt.quarantine || !touch_direct(t, s->owner))) {
+			free_slot_hard(t, s, i, p);
+			return;
+		}
+		if (canary_bytes)
+			canary_check(s, p);
+		if (opt.zero_on_free | opt.junk) {
+			size_t n = k->size - canary_bytes;
+			if (opt.junk || n > SLOT_ZERO_INLINE) {
+				free_slot_fill(t, s, i, p, n);
 				return;
 			}
+			slot_zero_inline(p, n);
 		}
 	}
-	free_slow(t, a, "free");
+	if (likely(__atomic_load_n(&s->heap, __ATOMIC_RELAXED) == t->heap)) {
+		slot_release_bits(t, s, i);
+		if (unlikely(s->list != SL_CUR))
+			slot_release_listed(t, t->heap, s);
+	} else {
+		slot_release_remote(t, s, i);
+	}
 }
 
 /* A page run that realloc grows gets an eighth more room than asked

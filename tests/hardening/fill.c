@@ -22,13 +22,15 @@ static size_t count_not(const unsigned char *p, size_t n, unsigned char want)
 }
 
 /* A freed block's bytes, read through a stale pointer (a neighbour keeps
- * the slab in use), for sizes on both sides of the vector zeroing's 1 KiB
- * (arch_zero) up to the largest slab class, and an odd one whose slot
- * ends past a 32-byte step. */
+ * the slab in use), for every size heap_free's inline zeroing treats apart
+ * (slot_zero_inline: 8, up to 32, 64 and 128 bytes), on both sides of the
+ * vector zeroing's 1 KiB (arch_zero) up to the largest slab class, and an
+ * odd one whose slot ends past a 32-byte step. */
 static int c_freed_cleared(const char *a)
 {
 	(void)a;
-	static const size_t sizes[] = { 64, 1000, 1100, 2048, 4096, 5000, 8192, 12000, 16000 };
+	static const size_t sizes[] = { 8,    24,   40,   64,   100,  120,   1000,
+					1100, 2048, 4096, 5000, 8192, 12000, 16000 };
 	size_t stale = 0;
 	for (size_t k = 0; k < NELEM(sizes); k++) {
 		char *keep = malloc(sizes[k]), *p = malloc(sizes[k]);
