@@ -216,7 +216,12 @@ struct quarantine {
 struct tstats {
 	uint64_t allocs[NCLASSES + 1]; /* [NCLASSES]: page runs */
 	uint64_t frees[NCLASSES + 1];
-	uint64_t live_small_bytes;    /* may wrap below zero per thread; summed */
+	/* the counters of a large malloc and free and of every revocation
+	 * queued, here and not in g_stats: an atomic add there costs each of
+	 * them a locked instruction, and a cache line shared by every thread
+	 * (issue 11); stats_fill adds them to g_stats' own */
+	uint64_t revoke_queued, pages_queued, pages_cancelled;
+	uint64_t large_live_bytes; /* may wrap below zero per thread; summed */
 };
 
 struct tstate {

@@ -183,7 +183,7 @@ static __attribute__((noinline)) void free_slow(struct tstate *t, uintptr_t a, c
 		return;
 	}
 	t->st.frees[LARGE_CLASS]++;
-	stat_sub(large_live_bytes, b.usable);
+	t->st.large_live_bytes -= b.usable;
 	flush_if_full(t, revoke_add(t, b.base, b.span >> PAGE_SHIFT, b.owner,
 				    b.kind == BK_HUGE ? RK_HUGE : RK_RUN,
 				    (b.guarded ? RF_GUARDED : 0) | (b.kind == BK_LARGE ? RF_WHOLE : 0)));

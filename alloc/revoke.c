@@ -156,8 +156,8 @@ enum flush_reason revoke_full_reason(void)
 bool revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner, enum range_kind k,
 		unsigned flags)
 {
-	stat_inc(revoke_queued);
-	stat_add(pages_queued, npages);
+	t->st.revoke_queued++;
+	t->st.pages_queued += npages;
 	gather_push(t, addr, npages, owner, k, flags);
 	/* counted here, not by live entries: frees taken back by the next
 	 * malloc would otherwise keep the count down, and the other runs of
@@ -251,7 +251,6 @@ static void gather_shrink(struct gather *g, uint16_t i, size_t npages)
 		g->live--;
 	}
 	g->pages -= npages;
-	stat_add(pages_cancelled, npages);
 }
 
 /* Once a queued run fits, how many more entries of its bucket are looked
@@ -339,6 +338,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		g->taken_cls = RF_CLASS_OF(r->flags);
 	}
 	gather_shrink(g, found, npages);
+	t->st.pages_cancelled += npages;
 	gather_busy(g, false);
 	return a;
 }

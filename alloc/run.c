@@ -195,7 +195,7 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero)
 	if (zero && !clean)
 		memset((void *)a, 0, np << PAGE_SHIFT);
 	t->st.allocs[LARGE_CLASS]++;
-	stat_add(large_live_bytes, np << PAGE_SHIFT);
+	t->st.large_live_bytes += np << PAGE_SHIFT;
 	return (void *)a;
 }
 

@@ -25,6 +25,10 @@ static void add_tstats(struct tstats *to, const struct tstats *from)
 		to->allocs[c] += __atomic_load_n(&from->allocs[c], __ATOMIC_RELAXED);
 		to->frees[c] += __atomic_load_n(&from->frees[c], __ATOMIC_RELAXED);
 	}
+	to->revoke_queued += __atomic_load_n(&from->revoke_queued, __ATOMIC_RELAXED);
+	to->pages_queued += __atomic_load_n(&from->pages_queued, __ATOMIC_RELAXED);
+	to->pages_cancelled += __atomic_load_n(&from->pages_cancelled, __ATOMIC_RELAXED);
+	to->large_live_bytes += __atomic_load_n(&from->large_live_bytes, __ATOMIC_RELAXED);
 }
 
 void stats_merge_thread(struct tstate *t)
@@ -73,7 +77,10 @@ void stats_fill(struct xpfo_stats *s)
 #define X(n) s->n = L(n);
 	XPFO_GLOBAL_COUNTERS(X)
 #undef X
-	s->live_bytes = live + L(large_live_bytes);
+	s->revoke_queued += sum.revoke_queued;
+	s->pages_queued += sum.pages_queued;
+	s->pages_cancelled += sum.pages_cancelled;
+	s->live_bytes = live + L(large_live_bytes) + sum.large_live_bytes;
 	s->pages_quarantined = L(pages_quarantined);
 	s->mapped_bytes = L(mapped_pages) << PAGE_SHIFT;
 	s->peak_mapped_bytes = L(peak_mapped_pages) << PAGE_SHIFT;
