@@ -164,6 +164,10 @@ enum range_kind { RK_RUN, RK_HUGE };
 #define RF_CLASS_OF(f) ((int)(((f) >> 2) & 0x3f) - 1)
 /* a live run freed whole: only its head was written (owner_set_pending_whole) */
 #define RF_WHOLE 0x100
+/* a spare whose pages were all known zero when granted (fresh or purged):
+ * nothing has written them since, the rest of it stays so when its head
+ * is taken */
+#define RF_CLEAN 0x200
 
 #define GATHER_MAX 4096
 #define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */
@@ -196,6 +200,7 @@ struct gather {
 	 * class taken_cls at `taken` (0: it did not), see revoke_taken_class */
 	uintptr_t taken;
 	int taken_cls;
+	bool taken_clean;                 /* ... and it was an RF_CLEAN spare's */
 	struct revoked_span {
 		uintptr_t lo, hi;
 		uint64_t at;              /* free_serial when revoked */
@@ -350,7 +355,7 @@ enum flush_reason revoke_full_reason(void); /* FR_EAGER with revoke=eager, else 
 /* Queue granted pages the thread did not need (a grant chunk's rest): they
  * can be taken back like freed runs, and are revoked with the batch. */
 bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
-		      bool guarded);
+		      bool guarded, bool clean);
 /* How many pages a run of npages should take from the allocator at once
  * (a multiple of npages; npages when no span pays), and grow the span;
  * guarded: runs of npages with their guard, granted by grant_guarded_span. */
@@ -369,6 +374,9 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 /* The size class of the retired slab whose whole run the thread's last
  * revoke_cancel took back, if that returned a; else -1. */
 int revoke_taken_class(const struct tstate *t, uintptr_t a);
+/* The pages the thread's last revoke_cancel returned (a) are known zero:
+ * taken from an RF_CLEAN spare. */
+bool revoke_taken_clean(const struct tstate *t, uintptr_t a);
 /* Release what the thread's quarantine of freed runs holds. */
 void revoke_quarantine_drain(struct tstate *t);
 /* Apply every queued revocation; returns 0 or an errno of a failure. */

@@ -169,9 +169,10 @@ bool revoke_add(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 }
 
 bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
-		      bool guarded)
+		      bool guarded, bool clean)
 {
-	gather_push(t, addr, npages, owner, RK_RUN, RF_SPARE | (guarded ? RF_GUARDED : 0));
+	gather_push(t, addr, npages, owner, RK_RUN,
+		    RF_SPARE | (guarded ? RF_GUARDED : 0) | (clean ? RF_CLEAN : 0));
 	return gather_full(&t->g);
 }
 
@@ -240,7 +241,7 @@ static void gather_shrink(struct gather *g, uint16_t i, size_t npages)
 		bool rewrite = RF_CLASS_OF(r->flags) >= 0 || (r->flags & RF_WHOLE);
 		r->addr += npages << PAGE_SHIFT;
 		r->npages -= (uint32_t)npages;
-		r->flags &= RF_GUARDED | RF_SPARE;
+		r->flags &= RF_GUARDED | RF_SPARE | RF_CLEAN;
 		if (rewrite)
 			set_pending(r);
 		else
@@ -333,9 +334,10 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	 * invariant beside struct segment (owner.h) holds. */
 	if (locked)
 		pthread_mutex_unlock(&c->lock);
-	if (r->npages == npages && RF_CLASS_OF(r->flags) >= 0) {
+	if ((r->npages == npages && RF_CLASS_OF(r->flags) >= 0) || (r->flags & RF_CLEAN)) {
 		g->taken = a;
 		g->taken_cls = RF_CLASS_OF(r->flags);
+		g->taken_clean = r->flags & RF_CLEAN;
 	}
 	gather_shrink(g, found, npages);
 	t->st.pages_cancelled += npages;
@@ -346,6 +348,11 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 int revoke_taken_class(const struct tstate *t, uintptr_t a)
 {
 	return a && t->g.taken == a ? t->g.taken_cls : -1;
+}
+
+bool revoke_taken_clean(const struct tstate *t, uintptr_t a)
+{
+	return a && t->g.taken == a && t->g.taken_clean;
 }
 
 /* Shell sort by address: the gather is small and often nearly sorted. */

@@ -45,7 +45,7 @@ bool guard_allowed(void)
  * the usual way (its take, returned); SIZE_MAX: not even closed, the span
  * stays out of use for good (quarantined), and the caller fails. */
 static size_t guarded_span(struct tstate *t, struct xpfo_compartment *c, uintptr_t a,
-			   size_t npages, size_t take)
+			   size_t npages, size_t take, bool clean)
 {
 	size_t total = npages + 1;
 	bool kept;
@@ -62,7 +62,7 @@ static size_t guarded_span(struct tstate *t, struct xpfo_compartment *c, uintptr
 	/* each queued run's guard leaves with it */
 	for (size_t k = total; k < take; k += total) {
 		stat_inc(live_guards);
-		flush_if_full(t, revoke_add_spare(t, a + (k << PAGE_SHIFT), total, c->id, true));
+		flush_if_full(t, revoke_add_spare(t, a + (k << PAGE_SHIFT), total, c->id, true, clean));
 	}
 	owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
 	stat_inc(live_guards);
@@ -81,7 +81,11 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 	unsigned want = (guard ? RF_GUARDED : 0) | (tag < NCLASSES ? RF_CLASS(tag) : 0);
 	uintptr_t a = revoke_cancel(t, total, align_pages, c->id, RK_RUN, want);
 	if (a) {
-		*clean = false;
+		/* a spare granted clean holds zeros unless an overflow of the
+		 * run before it wrote there: a slab's slots are checked for
+		 * that at each malloc (write-after-free check), so only a slab
+		 * trusts it; calloc's page runs are cleared all the same */
+		*clean = tag < NCLASSES && revoke_taken_clean(t, a);
 		if (guard)
 			owner_set_guard(a + (npages << PAGE_SHIFT), c->id);
 		return a;
@@ -104,7 +108,7 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 	}
 	if (!a)
 		return 0;
-	if (guard && take > total && (take = guarded_span(t, c, a, npages, take)) != total)
+	if (guard && take > total && (take = guarded_span(t, c, a, npages, take, *clean)) != total)
 		return take ? 0 : a;
 	if (grant(c, a, (take - guard) << PAGE_SHIFT)) {
 		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0, 0 };
@@ -116,7 +120,7 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		stat_inc(live_guards);
 	} else if (take > npages)
 		flush_if_full(t, revoke_add_spare(t, a + (npages << PAGE_SHIFT), take - npages,
-						  c->id, false));
+						  c->id, false, *clean));
 	return a;
 }
 

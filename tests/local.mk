@@ -105,6 +105,14 @@ tests_keepempty_CPPFLAGS = $(tests_linked_cppflags)
 tests_keepempty_LDADD = $(tests_linked_ldadd)
 tests_keepempty_LDFLAGS = $(tests_linked_ldflags)
 TESTS += tests/keepempty
+
+check_PROGRAMS += tests/slabclean
+tests_slabclean_CFLAGS = $(tests_cflags)
+tests_slabclean_SOURCES = tests/slabclean.c $(tests_common)
+tests_slabclean_CPPFLAGS = $(tests_linked_cppflags)
+tests_slabclean_LDADD = $(tests_linked_ldadd)
+tests_slabclean_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/slabclean
 check_PROGRAMS += tests/guardrel
 tests_guardrel_CFLAGS = $(tests_cflags)
 tests_guardrel_SOURCES = tests/guardrel.c $(tests_common)
