@@ -319,6 +319,7 @@ bool uffd_degrade_on(void);             /* the degraded mode may release watched
 bool uffd_unwatched_ok(void);
 /* Map the zero page over the missing pages of a new grant (0 or errno). */
 int uffd_fill_grant(struct xpfo_compartment *c, uintptr_t a, size_t len);
+bool uffd_filling(void);                /* armed: grants map their missing pages */
 /* A SIGBUS at heap address a from a thread in compartment `mine`: 1 when
  * the page was one it may use and it is filled, 0 for a violation. */
 int uffd_fault(uintptr_t a, uint16_t mine);

@@ -107,7 +107,7 @@ void *heap_malloc(struct tstate *t, size_t size)
 	/* RUN_MIN first: the fast path compares with a constant */
 	if (likely(size < RUN_MIN) || size < run_min())
 		return small_alloc(t, size_to_class(size + canary_bytes));
-	return large_alloc(t, size, PAGE_SIZE, false);
+	return large_alloc(t, size, PAGE_SIZE, false, 0);
 }
 
 void *heap_calloc(struct tstate *t, size_t n, size_t size)
@@ -121,7 +121,7 @@ void *heap_calloc(struct tstate *t, size_t n, size_t size)
 			arch_zero(p, total);
 		return p;
 	}
-	return large_alloc(t, total, PAGE_SIZE, true);
+	return large_alloc(t, total, PAGE_SIZE, true, 0);
 }
 
 void *heap_aligned(struct tstate *t, size_t align, size_t size)
@@ -138,7 +138,7 @@ void *heap_aligned(struct tstate *t, size_t align, size_t size)
 			c++;
 		return small_alloc(t, c);
 	}
-	return large_alloc(t, size ? size : 1, align, false);
+	return large_alloc(t, size ? size : 1, align, false, 0);
 }
 
 /* ---- block lookup: owner_lookup (owner.c) ----------------------------- */
@@ -355,13 +355,15 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 		stat_inc(reallocs_in_place);
 		return p;
 	}
-	void *q = heap_malloc(t, want);
+	/* a new run gets the bytes copied to it faulted in by one call */
+	size_t copy = b.usable < size ? b.usable : size;
+	void *q = small ? heap_malloc(t, want) : large_alloc(t, want, PAGE_SIZE, false, copy);
 	if (!q && want != size)
-		q = heap_malloc(t, size);
+		q = large_alloc(t, size, PAGE_SIZE, false, copy);
 	if (!q)
 		return NULL;
 	touch_begin(&x, t, b.owner, p, b.usable);
-	t_read(&x, p, q, b.usable < size ? b.usable : size);
+	t_read(&x, p, q, copy);
 	touch_end(&x);
 	heap_free(t, p);
 	return q;

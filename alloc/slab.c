@@ -222,6 +222,14 @@ static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
 	touch_end(&x);
 }
 
+/* A new slab of up to this many pages whose frames are missing is faulted
+ * in whole by one call (run_populate): slots up to 1 KiB, eight or more to
+ * a slab, so the slab's first mallocs touch its pages anyway.  Bigger
+ * slabs are left to the program's touches: a slot of several pages may be
+ * written only in part, and its untouched pages stay missing
+ * (tests/slabclean). */
+#define POPULATE_SLAB_PAGES 2
+
 static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 {
 	const struct size_class *k = &classes[cls];
@@ -249,6 +257,8 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
 	if (opt.waf_check && slab_needs_fill(t, a, cls, clean))
 		slab_fill(t, s, k->npages);
+	else if (clean && k->npages <= POPULATE_SLAB_PAGES)
+		run_populate(t, s->owner, a, (size_t)k->npages << PAGE_SHIFT);
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
 	owner_set_slab(a, k->npages, s->id, s->owner);
 	return s;

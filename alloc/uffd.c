@@ -157,6 +157,11 @@ bool uffd_unwatched_ok(void)
 	return opt.release == RELEASE_MPROTECT;
 }
 
+bool uffd_filling(void)
+{
+	return __atomic_load_n(&filling, __ATOMIC_RELAXED);
+}
+
 int uffd_fill_grant(struct xpfo_compartment *c, uintptr_t a, size_t len)
 {
 	/* armed or not: pages released while it was are missing still */

@@ -240,6 +240,8 @@ struct xpfo_stats {
 					   a compartment) */
 	/* revocation */
 	uint64_t spans_guarded;         /* spans revoked with guard markers (release=guard) */
+	uint64_t pages_populated;       /* missing pages of new slabs and realloc copies faulted
+					   in by one call each (MADV_POPULATE_WRITE) */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -144,6 +144,15 @@ int os_purge(void *addr, size_t size)
 	return os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved);
 }
 
+#define OS_MADV_POPULATE_WRITE 23 /* linux/mman.h of 5.14 */
+
+int os_populate(void *addr, size_t size)
+{
+	int saved = errno;
+	stat_inc(madvise_syscalls);
+	return os_result(madvise(addr, size, OS_MADV_POPULATE_WRITE) != 0, saved);
+}
+
 #define OS_MADV_GUARD_INSTALL 102 /* linux/mman.h of 6.13 */
 #define OS_MADV_GUARD_REMOVE 103
 
