@@ -184,9 +184,9 @@ bool guard_allowed(void);
 void run_populate(struct tstate *t, uint16_t owner, uintptr_t a, size_t len);
 uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		  size_t align_pages, bool guard, unsigned tag, bool *clean);
-/* A page run (<= LARGE_MAX) or whole segments for size bytes (NULL, errno). */
-/* written: bytes from the start the caller writes at once (realloc's
- * copy), faulted in by one call where the run's frames are missing */
+/* A page run (<= LARGE_MAX) or whole segments for size bytes (NULL, errno);
+ * written: bytes from its start the caller writes at once (realloc's copy),
+ * faulted in by one call where the run's frames are missing. */
 void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero, size_t written);
 bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size, size_t room);
 
