@@ -226,6 +226,8 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero, size_t
 	}
 	if (!a)
 		return fail_null(ENOMEM);
+	if (clean && t->heap->kept_pages > KEEP_EMPTY_BASE)
+		heap_shed_kept(t, t->heap, np);
 	if (zero && !clean)
 		memset((void *)a, 0, np << PAGE_SHIFT);
 	else if (written >= PAGE_SIZE && clean)

@@ -108,14 +108,16 @@ static void slab_retire(struct tstate *t, struct slab *s)
 }
 
 /* An empty slab stays on its heap's partial list while the heap keeps
- * fewer than KEEP_EMPTY_PAGES pages so (its slots are free and zeroed, its
+ * fewer than opt.keep_empty pages so (its slots are free and zeroed, its
  * pages its compartment's, as a partial slab's free slots are): a thread
  * whose blocks are all freed, by itself or by a consumer thread, would
  * otherwise retire slabs and make new ones at every turn (slab_new, a
- * canary, the gather and back).  mimalloc keeps empty pages a while the
- * same way.  The rest retire; heap_abandon retires the kept ones at
- * thread exit. */
-#define KEEP_EMPTY_PAGES 64
+ * canary, the gather and back), and a program that frees everything and
+ * allocates it again would get its pages back from the kernel one fault
+ * each (guard markers take the frames of what they revoke).  mimalloc
+ * keeps empty pages a while the same way.  The rest retire, and past
+ * KEEP_EMPTY_BASE pages fresh pages retire kept ones (heap_shed_kept);
+ * heap_abandon retires the kept ones at thread exit. */
 
 /* Count s's pages in *total (its flag set) unless that passes bound; true
  * when s is (now) counted. */
@@ -130,9 +132,20 @@ static bool slab_count_in(uint8_t *flag, uint32_t *total, unsigned np, unsigned 
 	return true;
 }
 
+/* A slab newly kept goes to its partial list's tail: small_refill takes
+ * the head (partial slabs fill first) and heap_shed_kept looks at the
+ * tail. */
 static bool slab_keep_empty(struct theap *h, struct slab *s)
 {
-	return slab_count_in(&s->kept, &h->kept_pages, classes[s->cls].npages, KEEP_EMPTY_PAGES);
+	bool was = s->kept;
+	if (!slab_count_in(&s->kept, &h->kept_pages, classes[s->cls].npages, opt.keep_empty))
+		return false;
+	struct slab_list_head *l = &h->partial[s->cls];
+	if (!was && s->list == SL_PARTIAL && l->tail != s) {
+		list_del(l, s);
+		list_append(l, s, SL_PARTIAL);
+	}
+	return true;
 }
 
 /* Empty slabs of exited threads stay abandoned to their compartment, up
@@ -230,6 +243,31 @@ static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
  * (tests/slabclean). */
 #define POPULATE_SLAB_PAGES 2
 
+/* The heap takes np fresh pages (their frames missing) while it keeps
+ * more than KEEP_EMPTY_BASE pages of empty slabs, none of the class it
+ * needs (small_refill took those first): as many kept pages retire, so the
+ * kept slabs of sizes the program has moved on from do not add to its
+ * peak (frag: 16 MiB of one-page slabs idle while its medium blocks took
+ * new pages).  Their pages go to the gather like any slab's. */
+void heap_shed_kept(struct tstate *t, struct theap *h, size_t np)
+{
+	size_t shed = 0;
+	for (unsigned c = 0; c < NCLASSES && shed < np; c++) {
+		struct slab *s = h->partial[c].tail;
+		while (s && shed < np && h->kept_pages > KEEP_EMPTY_BASE) {
+			struct slab *prev = s->prev;
+			if (!s->kept || s->nused || !slab_quiet(s))
+				break;
+			list_del(&h->partial[c], s);
+			slab_unkeep(h, s);
+			shed += classes[c].npages;
+			stat_add(pages_shed, classes[c].npages);
+			slab_retire(t, s);
+			s = prev;
+		}
+	}
+}
+
 static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 {
 	const struct size_class *k = &classes[cls];
@@ -238,6 +276,8 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	uintptr_t a = run_get(t, h->comp, k->npages, 1, guard, cls, &clean);
 	if (!a)
 		return NULL;
+	if (clean && h->kept_pages > KEEP_EMPTY_BASE)
+		heap_shed_kept(t, h, k->npages);
 	pthread_mutex_lock(&heap_lock);
 	struct slab *s = slab_meta_new();
 	pthread_mutex_unlock(&heap_lock);

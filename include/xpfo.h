@@ -242,6 +242,9 @@ struct xpfo_stats {
 	uint64_t spans_guarded;         /* spans revoked with guard markers (release=guard) */
 	uint64_t pages_populated;       /* missing pages of new slabs and realloc copies faulted
 					   in by one call each (MADV_POPULATE_WRITE) */
+	/* thread heaps, continued */
+	uint64_t pages_shed;            /* pages of kept empty slabs retired because their heap
+					   took fresh pages while keeping more than 64 */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -40,6 +40,7 @@ struct options {
 	unsigned guard_large;    /* a guard page after every page run */
 	unsigned quarantine;     /* freed small slots a thread holds back */
 	unsigned quarantine_large; /* freed page runs a thread holds back, revoked */
+	unsigned keep_empty;     /* pages of empty slabs a thread heap keeps for reuse */
 	unsigned seal;           /* the sealed page read-only after start */
 	unsigned seal_metadata;  /* pkeys: metadata tagged with the allocator's key */
 	unsigned root_key;       /* pkeys: a key reserved for root's pages (xpfo_lock_thread) */

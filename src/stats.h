@@ -19,7 +19,8 @@
 	X(touches_skipped) \
 	X(close_failures) X(alias_revocations) X(regrants_soon) \
 	X(spans_released_uffd) X(uffd_faults) X(uffd_fills) X(uffd_syscalls) \
-	X(touches_locked) X(spans_guarded) X(pages_populated)
+	X(touches_locked) X(spans_guarded) X(pages_populated) \
+	X(pages_shed)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
@@ -53,7 +54,8 @@
 	T(touches_skipped) T(close_failures) T(sandbox_denied) T(sandbox_granted) T(sandbox_passed) \
 	T(secret_mapped_bytes) T(secret_resident_bytes) T(aliases) T(alias_revocations) \
 	N(regrants_soon) T(uffd_armed) T(spans_released_uffd) T(uffd_faults) T(uffd_fills) T(uffd_syscalls) \
-	N(touches_locked) N(spare_bytes) N(spans_guarded) N(pages_populated)
+	N(touches_locked) N(spare_bytes) N(spans_guarded) N(pages_populated) \
+	N(pages_shed)
 
 struct stats_global {
 #define X(n) uint64_t n;

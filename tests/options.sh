@@ -62,7 +62,7 @@ run "release=sometimes,stats=1"
 
 # reserve=65536: 2^46 aligned to itself does not fit in a 47-bit address space
 for bad in "nosuchkey=1" "revoke=sometimes" "release=sometimes" "batch=abc" "batch=" "stats=maybe" "revoke" ",,," \
-	"reserve=65536" "reserve=3"; do
+	"reserve=65536" "reserve=3" "keep_empty=65537" "keep_empty=lots"; do
 	run "$bad,stats=1"
 	[ $rc -eq 0 ] || fail "XPFO_OPTIONS=$bad: exit $rc"
 	n=$(grep -c '^xpfo: warning:' "$tmp/err")
