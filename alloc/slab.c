@@ -252,6 +252,8 @@ static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
 void heap_shed_kept(struct tstate *t, struct theap *h, size_t np)
 {
 	size_t shed = 0;
+	if (h->kept_pages <= KEEP_EMPTY_BASE)
+		return;
 	for (unsigned c = 0; c < NCLASSES && shed < np; c++) {
 		struct slab *s = h->partial[c].tail;
 		while (s && shed < np && h->kept_pages > KEEP_EMPTY_BASE) {
@@ -276,7 +278,7 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	uintptr_t a = run_get(t, h->comp, k->npages, 1, guard, cls, &clean);
 	if (!a)
 		return NULL;
-	if (clean && h->kept_pages > KEEP_EMPTY_BASE)
+	if (clean)
 		heap_shed_kept(t, h, k->npages);
 	pthread_mutex_lock(&heap_lock);
 	struct slab *s = slab_meta_new();
