@@ -207,18 +207,36 @@ size_t revoke_grant_span(struct tstate *t, size_t npages, bool guarded)
 	return span < npages ? npages : span / npages * npages;
 }
 
-/* Can queued run r serve a request for npages (flags RF_GUARDED or 0)?  A
- * guarded request wants a guarded run of exactly that size (the guard must
- * land where it was); with a quarantine for runs, only spares qualify. */
+/* Where a request for npages (flags RF_GUARDED or 0) would take queued run
+ * r: its head, or for a guarded request its tail, which ends at the run's
+ * guard page (the guard stays where it was: no protection change). */
+static inline uintptr_t take_at(const struct range *r, size_t npages, unsigned flags)
+{
+	return (flags & RF_GUARDED) ? r->addr + ((r->npages - npages) << PAGE_SHIFT) : r->addr;
+}
+
+/* A guarded page run takes the tail of a longer guarded run only where
+ * at most this many pages stay queued: a long run freed (an array that
+ * grew) is not cut into by shorter ones (hash's table, doubling at each
+ * growth, lost the run its next growth would take: 17% more page faults
+ * when half of a run could go). */
+#define TAIL_REST_MAX 16
+
+/* Can queued run r serve a request for npages (flags RF_GUARDED or 0, and
+ * a slab's RF_CLASS)?  A guarded request wants a guarded run of that size,
+ * or for a page run, a freed page run's a little longer (its tail,
+ * take_at); with a quarantine for runs, only spares qualify. */
 static inline bool fits(const struct range *r, size_t npages, size_t align, uint16_t owner,
 			enum range_kind k, unsigned flags)
 {
-	if (r->owner != owner || r->kind != k || r->npages < npages || (r->addr & (align - 1)) ||
-	    r->gen != seg_of(r->addr)->gen)
+	if (r->owner != owner || r->kind != k || r->npages < npages ||
+	    (take_at(r, npages, flags) & (align - 1)) || r->gen != seg_of(r->addr)->gen)
 		return false;
 	if ((r->flags & RF_GUARDED) != (flags & RF_GUARDED))
 		return false;
-	if ((flags & RF_GUARDED) && r->npages != npages)
+	if ((flags & RF_GUARDED) && r->npages != npages &&
+	    (RF_CLASS_OF(flags) >= 0 || RF_CLASS_OF(r->flags) >= 0 || (r->flags & RF_SPARE) ||
+	     r->npages - npages > TAIL_REST_MAX))
 		return false;
 	if (opt.quarantine_large && !(r->flags & RF_SPARE))
 		return false;
@@ -228,12 +246,28 @@ static inline bool fits(const struct range *r, size_t npages, size_t align, uint
 	return !alias_in(r->addr, (size_t)r->npages << PAGE_SHIFT) && !secret_comp(comp_table[owner]);
 }
 
-/* Entry i's first npages were taken back: the rest stays queued. */
-static void gather_shrink(struct gather *g, uint16_t i, size_t npages)
+/* Entry i's last npages (and its guard) were taken back: its head stays
+ * queued, without a guard now.  It is a page run's (fits): its other pages
+ * say pending already (a run queued whole: they point at the head, which
+ * stays where it was), only the head's length is written. */
+static void gather_shrink_tail(struct gather *g, uint16_t i, size_t npages)
+{
+	struct range *r = &g->r[i];
+	r->npages -= (uint32_t)npages;
+	r->flags &= RF_WHOLE;
+	owner_set_pending_head(r->addr, r->npages, r->owner);
+	link(g, i);
+}
+
+/* Entry i's first npages were taken back (its last ones, for a guarded
+ * request that took a longer run): the rest stays queued. */
+static void gather_shrink(struct gather *g, uint16_t i, size_t npages, unsigned flags)
 {
 	struct range *r = &g->r[i];
 	unlink_entry(g, i);
-	if (r->npages > npages) {
+	if (r->npages > npages && (flags & RF_GUARDED)) {
+		gather_shrink_tail(g, i, npages);
+	} else if (r->npages > npages) {
 		/* keep the tail queued (no longer a whole slab: no class); the
 		 * tail of a run without class already says pending but for its
 		 * head (a grant span is taken one run at a time), but a run
@@ -283,7 +317,7 @@ static uint16_t gather_find(const struct gather *g, size_t npages, size_t align,
 			if (found == GATHER_NIL)
 				found = i;
 		}
-		if (found != GATHER_NIL || k != RK_RUN || (flags & RF_GUARDED))
+		if (found != GATHER_NIL || k != RK_RUN)
 			return found;
 	}
 	return GATHER_NIL;
@@ -299,7 +333,9 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	if (found == GATHER_NIL)
 		return 0;
 	struct range *r = &g->r[found];
-	uintptr_t a = r->addr;
+	uintptr_t a = take_at(r, npages, flags);
+	/* a guarded run's tail: its pages point at the run's head */
+	bool tail = a != r->addr;
 	struct xpfo_compartment *c = comp_table[owner];
 	size_t open_pages = npages - ((flags & RF_GUARDED) ? 1 : 0);
 	/* Under the compartment's lock, like its open and close walks: the
@@ -317,7 +353,8 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	gather_busy(g, true);
 	if (k == RK_HUGE)
 		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
-	else if (c != &comp_root || pkeys_on || (RF_CLASS_OF(flags) < 0 && !(r->flags & RF_WHOLE)))
+	else if (c != &comp_root || pkeys_on || tail ||
+		 (RF_CLASS_OF(flags) < 0 && !(r->flags & RF_WHOLE)))
 		owner_set_reclaimed(a, npages, owner);
 	/* else root's run keeps its pending entries until the caller writes
 	 * the slab's, or the head of a page run taken from a run queued whole
@@ -339,7 +376,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		g->taken_cls = RF_CLASS_OF(r->flags);
 		g->taken_clean = r->flags & RF_CLEAN;
 	}
-	gather_shrink(g, found, npages);
+	gather_shrink(g, found, npages, flags);
 	t->st.pages_cancelled += npages;
 	gather_busy(g, false);
 	return a;

@@ -97,6 +97,26 @@ static int c_small_remote_first(const char *a)
 	return 0;
 }
 
+/* A freed run whose tail a smaller run took back (guard-page.c, run-tail):
+ * its head is still queued, and a second free of it still reads as one. */
+static int c_run_tail(const char *a)
+{
+	(void)a;
+	char *p = malloc(65536);
+	if (!p)
+		return 97;
+	memset(p, 1, 65536);
+	free(p);
+	char *q = malloc(32768);
+	if (!q)
+		return 97;
+	if (q != p + 32768)
+		return 96;
+	tu_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
+	free(h_opaque(p));
+	return 0;
+}
+
 static const struct hcase cases[] = {
 	{ "small-remote-first", c_small_remote_first },
 	{ "small", c_small },
@@ -107,6 +127,7 @@ static const struct hcase cases[] = {
 	{ "run-flushed", c_run_flushed },
 	{ "run-segment-gone", c_run_segment_gone },
 	{ "run-once", c_run_once },
+	{ "run-tail", c_run_tail },
 	{ "huge", c_huge },
 };
 
@@ -124,6 +145,7 @@ static const struct hrun runs[] = {
 	ALL("run-flushed", HX_DETECT, SIGABRT),
 	ALL("run-segment-gone", HX_DETECT, SIGABRT),
 	ALL("huge", HX_DETECT, SIGABRT),
+	{ "run-tail", "profile=default", HX_DETECT, SIGABRT, NULL, NULL, NULL },
 	ALL("small-once", HX_SILENT, 0),
 	ALL("run-once", HX_SILENT, 0),
 };

@@ -91,6 +91,38 @@ static int c_run_grown(const char *a)
 	return 0;
 }
 
+/* A freed run not yet revoked serves a smaller guarded run of its thread
+ * from its tail, which ends at the same guard page (no protection change,
+ * alloc/revoke.c take_at); the rest, its head, stays queued and is revoked
+ * at the next flush.  "head": the write lands in the head, revoked; else
+ * past the new run's end, on the guard.  Exit 96 if the smaller run was
+ * not placed at the tail (strict quarantines freed runs: none is taken
+ * back, and it is not run there). */
+static int c_run_tail(const char *a)
+{
+	char *p = malloc(65536);
+	if (!p)
+		return 97;
+	memset(p, 1, 65536);
+	free(p);
+	char *q = malloc(32768);
+	if (!q)
+		return 97;
+	if (q != p + 32768)
+		return 96;
+	memset(q, 2, 32768);
+	xpfo_flush();
+	if (h_arg_long(a, "head", 0)) {
+		h_expect_violation("write", p + 100,
+				   "owned by the allocator (free page, revoked 0 flushes ago)");
+		((volatile char *)h_opaque(p))[100] = 'A';
+	} else {
+		h_expect_violation("write", q + 32768, GUARD);
+		((volatile char *)q)[32768] = 'A';
+	}
+	return 0;
+}
+
 /* A huge block (whole segments) of exactly 4 MiB: guard_large adds a page,
  * so the rest of its last segment stays inaccessible behind it. */
 static int c_huge(const char *a)
@@ -128,6 +160,7 @@ static const struct hcase cases[] = {
 	{ "run-grown", c_run_grown },
 	{ "huge", c_huge },
 	{ "slab-linear", c_slab },
+	{ "run-tail", c_run_tail },
 };
 
 #define WARN(opt) "xpfo: warning: option " opt ": *keeping the default"
@@ -159,6 +192,9 @@ static const struct hrun runs[] = {
 	  "xpfo: warning: revoke=off: freed pages stay reachable; for measurement only",
 	  "guard off: revoke=off changes no protection" },
 	ON("run-grown", "profile=default,release=uffd"),
+	ON("run-tail", "profile=default"),
+	{ "run-tail", "profile=default", HX_DETECT, SIGSEGV, "head=1", NULL,
+	  "the queued run's head, left when its tail was taken back, is revoked" },
 	ON("huge", "profile=default"),
 	ON("huge", "profile=strict"),
 	OFF("huge", "profile=light"),
