@@ -37,11 +37,13 @@ def redis_cmd(port, *args, timeout=1.0):
 
 def bench_timeout(ctx, runs):
     """A hang should not eat the time budget: once glibc has run a benchmark,
-    allow 30 times its median (at least 15 s; 5 s in smoke mode), never more
-    than ctx.timeout."""
+    allow 60 times its median (at least 15 s; 5 s in smoke mode), never more
+    than ctx.timeout.  (30 times cut off revoke=eager's prodcons, 30 times
+    glibc by design: each of its 2 million frees is a syscall; the full run
+    of 2026-12-02 lost 2 of its 5 repetitions and exited 1.)"""
     g = median([r["wall"] for r in runs.get("glibc", []) if r])
     floor = 5.0 if ctx.mode == "smoke" else 15.0
-    return ctx.timeout if g is None else min(ctx.timeout, max(floor, 30 * g))
+    return ctx.timeout if g is None else min(ctx.timeout, max(floor, 60 * g))
 
 
 def run_bench(ctx, bench, alloc, profile=False, timeout=None):
