@@ -296,13 +296,18 @@ static void gather_shrink(struct gather *g, uint16_t i, size_t npages, unsigned 
  * retired slab of the class asked for (RF_CLASS in flags) if one is near
  * the bucket's head (a new slab of that class need not be filled, see
  * slab.c's slab_needs_fill), else the newest that fits; then (page runs
- * only) the smallest larger bucket. */
+ * only, and for a guarded one no more than TAIL_REST_MAX pages larger)
+ * the smallest larger bucket. */
 static uint16_t gather_find(const struct gather *g, size_t npages, size_t align, uint16_t owner,
 			    enum range_kind k, unsigned flags)
 {
 	/* only slab_new's fill gains from it (slab_needs_fill) */
 	int want = opt.waf_check && !opt.junk ? RF_CLASS_OF(flags) : -1;
-	for (unsigned b = bucket(npages); b < GATHER_BUCKETS; b++) {
+	/* a guarded request looks no further than fits lets it take */
+	unsigned last = GATHER_BUCKETS - 1;
+	if (flags & RF_GUARDED)
+		last = bucket(RF_CLASS_OF(flags) >= 0 ? npages : npages + TAIL_REST_MAX);
+	for (unsigned b = bucket(npages); b <= last; b++) {
 		uint16_t found = GATHER_NIL;
 		unsigned more = CLASS_LOOKAHEAD;
 		for (uint16_t i = g->head[b]; i != GATHER_NIL; i = g->r[i].next) {
