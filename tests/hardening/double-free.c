@@ -102,16 +102,10 @@ static int c_small_remote_first(const char *a)
 static int c_run_tail(const char *a)
 {
 	(void)a;
-	char *p = malloc(65536);
-	if (!p)
-		return 97;
-	memset(p, 1, 65536);
-	free(p);
-	char *q = malloc(32768);
-	if (!q)
-		return 97;
-	if (q != p + 32768)
-		return 96;
+	char *p, *q;
+	int e = h_run_tail(&p, &q);
+	if (e)
+		return e;
 	tu_expect("xpfo: fatal: double free of %p" ROOT, (void *)p);
 	free(h_opaque(p));
 	return 0;

@@ -100,16 +100,10 @@ static int c_run_grown(const char *a)
  * back, and it is not run there). */
 static int c_run_tail(const char *a)
 {
-	char *p = malloc(65536);
-	if (!p)
-		return 97;
-	memset(p, 1, 65536);
-	free(p);
-	char *q = malloc(32768);
-	if (!q)
-		return 97;
-	if (q != p + 32768)
-		return 96;
+	char *p, *q;
+	int e = h_run_tail(&p, &q);
+	if (e)
+		return e;
 	memset(q, 2, 32768);
 	xpfo_flush();
 	if (h_arg_long(a, "head", 0)) {

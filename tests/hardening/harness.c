@@ -42,6 +42,17 @@ void *h_opaque(void *p)
 	return p;
 }
 
+int h_run_tail(char **p, char **q)
+{
+	if (!(*p = malloc(65536)))
+		return 97;
+	memset(*p, 1, 65536);
+	free(*p);
+	if (!(*q = malloc(32768)))
+		return 97;
+	return *q == *p + 32768 ? 0 : 96;
+}
+
 void h_expect_violation(const char *access, const void *a, const char *owner)
 {
 	tu_expect("xpfo: violation: %s of %p %s from thread %d in compartment \"root\"", access, a,

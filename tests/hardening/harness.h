@@ -59,6 +59,10 @@ const char *h_mapping_prot(const void *p);
 /* Calls fn(lo, hi, prot, path, arg) for each line of /proc/self/maps. */
 void h_maps_foreach(void (*fn)(unsigned long lo, unsigned long hi, const char *prot,
 			       const char *path, void *arg), void *arg);
+/* A 64 KiB run freed (still queued), then a 32 KiB one: 0 with both in
+ * *p and *q when the new run took the freed one's tail (q == p + 32 KiB,
+ * alloc/revoke.c take_at), 96 when it did not, 97 when malloc failed. */
+int h_run_tail(char **p, char **q);
 /* Page size. */
 size_t h_page(void);
 /* The case's argument ("" when none), and a numeric one. */
