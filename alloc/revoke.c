@@ -259,13 +259,13 @@ static void gather_shrink_tail(struct gather *g, uint16_t i, size_t npages)
 	link(g, i);
 }
 
-/* Entry i's first npages were taken back (its last ones, for a guarded
- * request that took a longer run): the rest stays queued. */
-static void gather_shrink(struct gather *g, uint16_t i, size_t npages, unsigned flags)
+/* Entry i's first npages were taken back (its last ones, `tail`: a
+ * guarded request that took a longer run): the rest stays queued. */
+static void gather_shrink(struct gather *g, uint16_t i, size_t npages, bool tail)
 {
 	struct range *r = &g->r[i];
 	unlink_entry(g, i);
-	if (r->npages > npages && (flags & RF_GUARDED)) {
+	if (tail) {
 		gather_shrink_tail(g, i, npages);
 	} else if (r->npages > npages) {
 		/* keep the tail queued (no longer a whole slab: no class); the
@@ -381,7 +381,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		g->taken_cls = RF_CLASS_OF(r->flags);
 		g->taken_clean = r->flags & RF_CLEAN;
 	}
-	gather_shrink(g, found, npages, flags);
+	gather_shrink(g, found, npages, tail);
 	t->st.pages_cancelled += npages;
 	gather_busy(g, false);
 	return a;
