@@ -6,9 +6,14 @@
 #include <string.h>
 
 static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+/* page i's entry and aux words */
+static inline uint32_t *pw(struct segment *s, size_t i) { return &s->ent[i].page; }
+static inline uint32_t *aw(struct segment *s, size_t i) { return &s->ent[i].aux; }
+/* pages past it have never been written since the carve: free, zero */
+static inline size_t ents_hwm(struct segment *s) { return __atomic_load_n(&s->ents_hwm, __ATOMIC_ACQUIRE); }
 static inline uint32_t entry_at(struct segment *s, size_t i)
 {
-	return __atomic_load_n(&s->page[i], __ATOMIC_ACQUIRE);
+	return __atomic_load_n(pw(s, i), __ATOMIC_ACQUIRE);
 }
 static inline uint32_t entry_of(struct segment *s, uintptr_t p) { return entry_at(s, page_index(p)); }
 
@@ -162,8 +167,10 @@ enum blk_status owner_lookup(uintptr_t a, struct blk *b)
  * page on x86, 84% of a 1 MiB malloc/free pair before this was forced). */
 static inline __attribute__((always_inline)) void entry_store(struct segment *s, size_t i, uint32_t aux, uint32_t e, int order)
 {
-	__atomic_store_n(&s->aux[i], aux, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->page[i], e, order);
+	if (debug_asserts)
+		xpfo_assert(i < s->ents_hwm);
+	__atomic_store_n(aw(s, i), aux, __ATOMIC_RELAXED);
+	__atomic_store_n(pw(s, i), e, order);
 }
 
 /* Runs at least this long have their entries written in bulk, but under
@@ -178,28 +185,30 @@ static inline __attribute__((always_inline)) void entry_store(struct segment *s,
 #endif
 #endif
 
-/* p[k] = v + k * step for k < n, eight words a step: plain stores, which
- * the compiler makes vector stores (an atomic store a word, page and aux,
- * was 84% of a 1 MiB malloc/free pair).  Each aligned 4-byte word is still
- * written whole (single-copy atomic on x86-64 and arm64).  Not under TSan,
- * which would see plain stores race with the lookups' atomic loads. */
-static void bulk_fill(uint32_t *p, uint32_t v, uint32_t step, size_t n)
+/* p[k] = {v + k * step, aux} for k < n, four entries a step: plain
+ * stores, which the compiler makes vector stores (an atomic store a word,
+ * page and aux, was 84% of a 1 MiB malloc/free pair).  Each aligned 4-byte
+ * word is still written whole (single-copy atomic on x86-64 and arm64),
+ * and the aux words are the ones the pages already hold (set_run).  Not
+ * under TSan, which would see plain stores race with the lookups' atomic
+ * loads. */
+static void bulk_fill(struct page_entry *p, uint32_t v, uint32_t step, uint32_t aux, size_t n)
 {
 	/* stored through an unaligned, aliasing vector type: a memcpy from
 	 * x took its address, and GCC kept x on the stack (a store and a
 	 * load a step, chained through store forwarding) */
 	typedef uint32_t v4 __attribute__((vector_size(16)));
 	typedef uint32_t v4u __attribute__((vector_size(16), aligned(4), may_alias));
-	v4 x0 = { v, v + step, v + 2 * step, v + 3 * step };
-	v4 x1 = x0 + 4 * step;
-	v4 inc = { 8 * step, 8 * step, 8 * step, 8 * step };
+	v4 x0 = { v, aux, v + step, aux };
+	v4 x1 = { v + 2 * step, aux, v + 3 * step, aux };
+	v4 inc = { 4 * step, 0, 4 * step, 0 };
 	size_t k = 0;
-	for (; k + 8 <= n; k += 8, x0 += inc, x1 += inc) {
+	for (; k + 4 <= n; k += 4, x0 += inc, x1 += inc) {
 		*(v4u *)(p + k) = x0;
-		*(v4u *)(p + k + 4) = x1;
+		*(v4u *)(p + k + 2) = x1;
 	}
 	for (; k < n; k++)
-		p[k] = v + (uint32_t)k * step;
+		p[k] = (struct page_entry){ v + (uint32_t)k * step, aux };
 }
 
 /* Pages that already carry their owner in aux: every page taken from the
@@ -216,18 +225,21 @@ set_run(uintptr_t addr, size_t npages, uint32_t head, uint32_t tail, bool count,
 {
 	struct segment *s = seg_of(addr);
 	size_t i = page_index(addr);
+	if (debug_asserts)
+		xpfo_assert(i + npages <= s->ents_hwm);
 	if (debug_asserts && same_aux)
 		for (size_t k = 0; k < npages; k++)
-			xpfo_assert(s->aux[i + k] == aux);
+			xpfo_assert(*aw(s, i + k) == aux);
 #ifndef OWNER_TSAN
 	if (npages >= BULK_PAGES) {
 		/* every aux word before any entry, as entry_store orders
 		 * each pair: a reader that acquires an entry sees its aux */
 		if (!same_aux)
-			bulk_fill(&s->aux[i], aux, 0, npages);
+			for (size_t k = 0; k < npages; k++)
+				s->ent[i + k].aux = aux;
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-		__atomic_store_n(&s->page[i], head, order);
-		bulk_fill(&s->page[i + 1], count ? tail + 1 : tail, count, npages - 1);
+		__atomic_store_n(pw(s, i), head, order);
+		bulk_fill(&s->ent[i + 1], count ? tail + 1 : tail, count, aux, npages - 1);
 		return;
 	}
 #endif
@@ -248,10 +260,10 @@ static void check_tails(uintptr_t addr, size_t npages, uint16_t owner)
 	struct segment *s = seg_of(addr);
 	size_t i = page_index(addr);
 	for (size_t k = 1; k < npages; k++)
-		if (s->page[i + k] != PG_MAKE(PG_TAIL, k) || s->aux[i + k] != owner)
+		if (*pw(s, i + k) != PG_MAKE(PG_TAIL, k) || *aw(s, i + k) != owner)
 			xpfo_fatal("invariant: page %u of the run at %p is %x (owner %u), not its tail",
-				   (unsigned long)k, (void *)addr, (unsigned long)s->page[i + k],
-				   (unsigned long)s->aux[i + k]);
+				   (unsigned long)k, (void *)addr, (unsigned long)*pw(s, i + k),
+				   (unsigned long)*aw(s, i + k));
 }
 
 void owner_set_large_head(uintptr_t addr, size_t npages, uint16_t owner)
@@ -302,7 +314,7 @@ void owner_set_pending_whole(uintptr_t addr, size_t npages, uint16_t owner)
 {
 	struct segment *s = seg_of(addr);
 	size_t last = page_index(addr) + npages - 1;
-	bool guard = npages > 1 && PG_TYPE(s->page[last]) == PG_GUARD;
+	bool guard = npages > 1 && PG_TYPE(*pw(s, last)) == PG_GUARD;
 	if (debug_asserts)
 		check_tails(addr, npages - guard, owner);
 	/* the guard page is queued with the run (a destroy's walk of live
@@ -323,6 +335,10 @@ void owner_set_pending_head(uintptr_t addr, size_t npages, uint16_t owner)
  * set up must already count these pages as the owner's */
 void owner_set_taken(uintptr_t addr, size_t npages, uint16_t owner)
 {
+	struct segment *s = seg_of(addr);
+	size_t end = page_index(addr) + npages;
+	if (end > s->ents_hwm)
+		__atomic_store_n(&s->ents_hwm, (uint32_t)end, __ATOMIC_RELEASE);
 	set_run(addr, npages, PG_MAKE(PG_TAIL, 0), PG_MAKE(PG_TAIL, 0), true, owner,
 		__ATOMIC_RELAXED, !SAME_AUX);
 }
@@ -339,7 +355,7 @@ void owner_set_free(uintptr_t addr, size_t npages, uint32_t serial)
 	size_t i = page_index(addr);
 	for (size_t m = 0; m < npages; m++) {
 		/* a retired slab's page keeps what it was (double free reports) */
-		uint32_t was = s->page[i + m];
+		uint32_t was = *pw(s, i + m);
 		uint32_t info = PG_TYPE(was) == PG_PENDING ? PG_VAL(was) & PG_INFO_MASK : 0;
 		entry_store(s, i + m, serial, PG_MAKE(PG_FREE, info), __ATOMIC_RELEASE);
 	}
@@ -350,15 +366,20 @@ size_t owner_set_owner(uintptr_t addr, size_t npages, uint16_t to)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = page_index(addr);
-	size_t n = npages + (i + npages < SEG_PAGES && PG_TYPE(s->page[i + npages]) == PG_GUARD);
+	size_t n = npages + (i + npages < SEG_PAGES && PG_TYPE(*pw(s, i + npages)) == PG_GUARD);
 	for (size_t k = 0; k < n; k++)
-		__atomic_store_n(&s->aux[i + k], to, __ATOMIC_RELAXED);
+		__atomic_store_n(aw(s, i + k), to, __ATOMIC_RELAXED);
 	return n;
 }
 
 void owner_reset(struct segment *s)
 {
-	memset(s->page, 0, sizeof s->page);
+	/* only the words written since the last carve: the rest were never
+	 * touched, and on a kernel without the shared zero page even reading
+	 * them would make them resident */
+	for (size_t i = 0; i < s->ents_hwm; i++)
+		s->ent[i].page = 0;
+	__atomic_store_n(&s->ents_hwm, 0, __ATOMIC_RELEASE);
 }
 
 /* ---- walker ---------------------------------------------------------------- */
@@ -377,16 +398,16 @@ static bool selected(unsigned type, unsigned what)
 void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn, void *arg)
 {
 	uintptr_t base = seg_addr(s);
-	size_t start = 0, n = 0;
+	size_t start = 0, n = 0, hwm = ents_hwm(s);
 	bool pending = false;
 	for (size_t p = 0; p <= SEG_PAGES; p++) {
-		uint32_t e = p < SEG_PAGES ? __atomic_load_n(&s->page[p], __ATOMIC_RELAXED) : 0;
+		uint32_t e = p < hwm ? __atomic_load_n(pw(s, p), __ATOMIC_RELAXED) : 0;
 		unsigned type = p < SEG_PAGES ? type_at(s, p, e) : PG_FREE;
 		/* a free page's aux is a flush serial: it is the segment's */
 		bool in = p < SEG_PAGES && (type == PG_FREE
 				? (what & OW_FREE) && s->owner == id
 				: selected(type, what) && (id == OWNER_ANY ||
-							   __atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) == id));
+							   __atomic_load_n(aw(s, p), __ATOMIC_RELAXED) == id));
 		if (in && !n)
 			start = p;
 		if (in) {
@@ -406,14 +427,14 @@ void owner_census(struct segment *s, uint16_t id, size_t *mine, size_t *foreign,
 {
 	uintptr_t base = seg_addr(s);
 	*mine = *foreign = 0;
-	for (size_t p = 0; p < SEG_PAGES; p++) {
-		uint32_t e = s->page[p];
+	for (size_t p = 0, hwm = ents_hwm(s); p < hwm; p++) {
+		uint32_t e = *pw(s, p);
 		unsigned t = PG_TYPE(e);
 		if (t == PG_FREE)
 			continue;
 		/* aux is stored atomically by the setters (a transfer under
 		 * another lock) */
-		if (__atomic_load_n(&s->aux[p], __ATOMIC_RELAXED) != id && t != PG_QUAR) {
+		if (__atomic_load_n(aw(s, p), __ATOMIC_RELAXED) != id && t != PG_QUAR) {
 			(*foreign)++;
 			continue;
 		}
@@ -455,7 +476,7 @@ void owner_describe(uintptr_t a, uint32_t now, struct owner_desc *d)
 	}
 	size_t i = page_index(a);
 	uint32_t e = entry_at(s, i);
-	uint32_t aux = __atomic_load_n(&s->aux[i], __ATOMIC_RELAXED);
+	uint32_t aux = __atomic_load_n(aw(s, i), __ATOMIC_RELAXED);
 	static const enum owner_state by_type[] = {
 		[PG_FREE] = OS_FREE, [PG_SLAB] = OS_OWNED, [PG_LARGE] = OS_OWNED,
 		[PG_TAIL] = OS_OWNED, [PG_PENDING] = OS_OWNED_PENDING, [PG_QUAR] = OS_QUARANTINED,
@@ -487,7 +508,7 @@ enum owner_snap owner_snapshot(size_t i, uint16_t id)
 	uint32_t e = entry_at(s, p);
 	if (PG_TYPE(e) == PG_FREE)
 		return ld(&s->clean_map[p / 64]) >> (p % 64) & 1 ? OSNAP_FREE_CLEAN : OSNAP_FREE_STALE;
-	if (s->aux[p] == id && PG_TYPE(e) != PG_QUAR)
+	if (*aw(s, p) == id && PG_TYPE(e) != PG_QUAR)
 		return OSNAP_MINE;
 	return OSNAP_FOREIGN;
 }
@@ -500,12 +521,16 @@ static void check_segment(size_t i, struct segment *s)
 	for (size_t p = 0; p < SEG_PAGES; p++) {
 		bool f = s->free_map[p / 64] >> (p % 64) & 1;
 		bool c = s->clean_map[p / 64] >> (p % 64) & 1;
-		uint32_t e = __atomic_load_n(&s->page[p], __ATOMIC_RELAXED);
+		uint32_t e = __atomic_load_n(pw(s, p), __ATOMIC_RELAXED);
 		nfree += f;
 		if (f != (PG_TYPE(e) == PG_FREE) || (c && !f))
 			xpfo_fatal("invariant: segment %u page %u free bit %u, clean bit %u, entry type %u",
 				   (unsigned long)i, (unsigned long)p, (unsigned long)f,
 				   (unsigned long)c, (unsigned long)PG_TYPE(e));
+		if (p >= s->ents_hwm && e)
+			xpfo_fatal("invariant: segment %u page %u, past the %u written, has entry %x",
+				   (unsigned long)i, (unsigned long)p, (unsigned long)s->ents_hwm,
+				   (unsigned long)e);
 	}
 	if (nfree != s->free_pages)
 		xpfo_fatal("invariant: segment %u counts %u free pages, map has %u", (unsigned long)i,

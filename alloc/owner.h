@@ -1,8 +1,9 @@
 /* owner.h - page ownership: the segment table and its page entries.
  *
  * Every heap page has one owner: a compartment, or the allocator while the
- * page is free.  Who it is lives in the segment's page[] and aux[] arrays,
- * and alloc/owner.c is the only code that reads or writes them: one
+ * page is free.  Who it is lives in the page's entry and aux words in its
+ * segment's descriptor, and alloc/owner.c is the only code that reads or
+ * writes them: one
  * validating lookup (owner_lookup) for every entry point (free, realloc,
  * usable size, xpfo_owner, xpfo_transfer, the fault reporter), one setter
  * family (owner_set_*), one walker (owner_walk) and one describer
@@ -39,13 +40,25 @@ enum page_type {
 
 enum seg_kind { SEG_UNUSED = 0, SEG_PAGES_K = 1, SEG_HUGE = 2, SEG_HUGE_TAIL = 3 };
 
+/* A page's entry and aux word, side by side: a segment whose runs and
+ * slabs are in its first pages (first fit puts them there) writes only
+ * the start of its entries, and a descriptor that its segment's 100 pages
+ * use keeps about one page resident, where as two arrays of words with
+ * the whole entry array cleared at each carve it kept 2.4 (every class has
+ * segments of its own, and random_bases spreads them over up to 256). */
+struct page_entry {
+	uint32_t page;
+	uint32_t aux;
+};
+
 /* One per 4 MiB of the reservation; lives in the metadata region.
  *
  * Invariant of a carved segment (kind SEG_PAGES_K, not releasing), checked
  * by owner_check() in debug builds, heap_lock held:
- *     free_pages == popcount(free_map) == #{p : PG_TYPE(page[p]) == PG_FREE}
+ *     free_pages == popcount(free_map) == #{p : PG_TYPE(ent[p].page) == PG_FREE}
  *     clean_map  is a subset of free_map (a clean page is a free one)
  *     PG_FREE page: inaccessible; aux = flush serial of its revocation
+ *     (pages at or past ents_hwm: no words written since the carve)
  *     any other page: aux = owning compartment's id (a run transferred to
  *     another compartment keeps its segment, so aux, not `owner`, is the
  *     page's owner)
@@ -69,8 +82,11 @@ struct segment {
 	 * whose protection is still root's, open (a subset of clean_map;
 	 * pages.c, revoke.c guard_granted) */
 	uint64_t open_map[SEG_WORDS];
-	uint32_t page[SEG_PAGES];      /* owner.c only */
-	uint32_t aux[SEG_PAGES];       /* owner.c only: see the invariant */
+	/* owner.c only: the pages whose words were written since the carve
+	 * are below this one (every page is taken before it is written:
+	 * owner_set_taken, heap_lock held) */
+	uint32_t ents_hwm;
+	struct page_entry ent[SEG_PAGES]; /* owner.c only: see the invariant */
 };
 
 static inline struct segment *seg_of(uintptr_t p)
@@ -86,13 +102,13 @@ static inline size_t page_index(uintptr_t p) { return (p >> PAGE_SHIFT) & (SEG_P
  * segment s, or -1 when the page is not a live slab's. */
 static inline long owner_slab_of(struct segment *s, uintptr_t p)
 {
-	uint32_t e = __atomic_load_n(&s->page[page_index(p)], __ATOMIC_ACQUIRE);
+	uint32_t e = __atomic_load_n(&s->ent[page_index(p)].page, __ATOMIC_ACQUIRE);
 	return PG_TYPE(e) == PG_SLAB ? (long)PG_VAL(e) : -1;
 }
 /* Owner id of a non-free page of a carved segment. */
 static inline uint16_t owner_of_page(struct segment *s, uintptr_t p)
 {
-	return (uint16_t)__atomic_load_n(&s->aux[page_index(p)], __ATOMIC_RELAXED);
+	return (uint16_t)__atomic_load_n(&s->ent[page_index(p)].aux, __ATOMIC_RELAXED);
 }
 
 /* ---- the lookup ---------------------------------------------------------- */

@@ -8,8 +8,10 @@
  * coalescing a compartment's pages into spans by what is asked (live,
  * queued, guards); the describer; a transfer moving the guard page too;
  * a run queued whole read as queued through its head (lookup, describer,
- * walker) and taken back with its head alone; the invariant check on a
- * consistent segment, and its fatal line on a broken one.
+ * walker) and taken back with its head alone; a carve clearing the words
+ * written since the last one and no others (ents_hwm); the invariant check
+ * on a consistent segment, and its fatal line on a broken one (a count, an
+ * entry past the written pages).
  */
 #include "alloc.h"
 #include "owner.h"
@@ -213,6 +215,47 @@ static int broken(void *arg)
 	return 0;
 }
 
+/* An entry past the pages written since the carve (ents_hwm) */
+static int broken_past(void *arg)
+{
+	(void)arg;
+	struct segment *s = carve(3, 7);
+	s->ent[600].page = PG_MAKE(PG_SLAB, 1);
+	s->free_map[600 / 64] &= ~(1ull << (600 % 64));
+	s->free_pages--; /* the map agrees: only the mark does not */
+	owner_check();
+	return 0;
+}
+
+/* A segment's words are written only for pages taken since its carve
+ * (ents_hwm), and a carve clears only those: the words past them are never
+ * touched (fails with a take that does not raise the mark, whose run then
+ * outlives the next carve, or a carve that clears past it). */
+static void test_written(void)
+{
+	struct segment *s = carve(1, 6);
+	uintptr_t a = take(s, 0, 5, 6), r = take(s, 100, 4, 6);
+	owner_set_large(a, 5, 6);
+	owner_set_large(r, 4, 6);
+	CHECK(s->ents_hwm == 104, "written up to page 104: %u", (unsigned)s->ents_hwm);
+	struct blk b;
+	CHECK(owner_lookup(r + PG(1), &b) == BLK_INTERIOR, "the second run is live");
+	s->ent[500].page = 0xabc; /* a marker past the mark */
+	owner_reset(s);
+	memset(s->free_map, 0xff, sizeof s->free_map);
+	s->free_pages = SEG_PAGES;
+	CHECK(s->ents_hwm == 0 && owner_lookup(a, &b) == BLK_FREED && s->ent[101].page == 0 &&
+	      owner_lookup(r + PG(1) + 8, &b) == BLK_NOT_BLOCK, "a new carve clears both runs");
+	CHECK(s->ent[500].page == 0xabc, "the words past the mark are not touched: %x",
+	      (unsigned)s->ent[500].page);
+	s->ent[500].page = 0;
+	owner_check();
+	a = take(s, 0, 2, 6);
+	owner_set_large(a, 2, 6);
+	CHECK(s->ents_hwm == 2 && owner_lookup(a, &b) == BLK_OK, "taken again: mark %u",
+	      (unsigned)s->ents_hwm);
+}
+
 /* A run freed whole (owner_set_pending_whole) keeps its tails pointing at
  * its head, and only the head says queued: every reader takes a tail's
  * state from its head (fails with the tails read as live: the open walk
@@ -268,10 +311,15 @@ int main(void)
 	test_slabs();
 	test_walk();
 	test_whole();
+	test_written();
 	struct tu_child c;
 	tu_run_child(broken, NULL, 10, &c);
 	CHECK(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGABRT &&
 	      strstr(c.err, "xpfo: fatal: invariant: segment 3 counts 1023 free pages, map has 1024"),
 	      "a broken segment is fatal with the invariant's line: %s", c.err);
+	tu_run_child(broken_past, NULL, 10, &c);
+	CHECK(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGABRT &&
+	      strstr(c.err, "xpfo: fatal: invariant: segment 3 page 600, past the 0 written, has entry 10000001"),
+	      "an entry past the written pages is fatal: %s", c.err);
 	tu_exit();
 }
