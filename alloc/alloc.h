@@ -99,7 +99,11 @@ struct slab {
 	uint64_t used[SLAB_WORDS];
 	uint64_t quar[SLAB_WORDS];   /* atomic: freed, held in a quarantine */
 	uint64_t remote[SLAB_WORDS]; /* atomic: freed by other threads */
-};
+	/* a line of its own: packed at 176 bytes, the next slab's header
+	 * shared a line with these remote bits, and larson (frees from the
+	 * other thread) took 0.91 s against 0.84 at 272 bytes and 0.86 at
+	 * 192 (9 interleaved runs each) */
+} __attribute__((aligned(64)));
 enum slab_list { SL_NONE, SL_CUR, SL_PARTIAL, SL_FULL };
 
 struct slab_list_head { struct slab *head, *tail; };

@@ -48,8 +48,9 @@ static const bool debug_walks = XPFO_DEBUG >= 2;
 /* The most slots a slab has: the 16-byte class's one page.  Each slab
  * descriptor holds three bitmaps of this many bits (used, quarantined,
  * remote), so a larger bound costs every slab: at 512, never reached,
- * a descriptor took 272 bytes instead of 176 (python's ~26,600 slabs at
- * its peak: metadata 7,859 -> 5,362 KiB). */
+ * a descriptor took 272 bytes instead of 192 (python's ~26,600 slabs at
+ * its peak: metadata 7,859 -> 5,362 KiB at 176, before the descriptor
+ * took a cache line of its own; alloc.h). */
 #define SLAB_MAX_SLOTS 256
 #define SLAB_WORDS (SLAB_MAX_SLOTS / 64)
 #define MAX_COMPARTMENTS 4096
