@@ -43,8 +43,8 @@ enum seg_kind { SEG_UNUSED = 0, SEG_PAGES_K = 1, SEG_HUGE = 2, SEG_HUGE_TAIL = 3
 /* A page's entry and aux word, side by side: a segment whose runs and
  * slabs are in its first pages (first fit puts them there) writes only
  * the start of its entries, and a descriptor that its segment's 100 pages
- * use keeps about one page resident, where as two arrays of words with
- * the whole entry array cleared at each carve it kept 2.4 (every class has
+ * use keeps about one page resident; as two arrays of words, with the
+ * whole entry array cleared at each carve, it kept 2.4 (every class has
  * segments of its own, and random_bases spreads them over up to 256). */
 struct page_entry {
 	uint32_t page;
