@@ -1,0 +1,82 @@
+#!/bin/sh
+# benchguard.sh - make bench-check's guard (bench/xpfobench/baseline.py)
+# flags a figure more than 25% worse than its baseline and nothing less:
+# a baseline is written from a run's summary, then runs made worse by
+# known factors are checked against it.  Each target figure of issue 11
+# is tried (the geometric means of time, peak RSS and the micro
+# benchmarks, and a single workload's time, the "no workload above" rows),
+# at 1.30x (caught: a WARNING line naming it, exit 1 under --strict) and
+# 1.20x (not caught, exit 0); the mimalloc ratio follows the glibc one,
+# since the guard's ratios are xpfo/glibc of one run.  No timing: the
+# runs are synthetic, the code under test is the guard's.  Skipped (77)
+# without python3.
+command -v python3 >/dev/null 2>&1 || exit 77
+top=${top_srcdir:-$(dirname "$0")/..}
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+python3 - "$top/bench" "$tmp/base.json" <<'EOF'
+import copy, io, sys, contextlib
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from xpfobench.baseline import check_baseline, write_baseline
+from xpfobench.summary import geomean, ratio
+
+BENCHES = ("larson", "hash", "frag", "python")
+ALLOCS = ("glibc", "mimalloc", "xpfo", "xpfo-off")
+
+def run(scale=None):
+    """A run's summary: per benchmark the median of each allocator;
+    scale = (kind, bench or None for all, factor) makes xpfo worse."""
+    s = {"time": {}, "rss": {}, "micro": {}, "geomean": {}}
+    for i, b in enumerate(BENCHES):
+        s["time"][b] = {"glibc": 1.0 + i, "mimalloc": 0.7 + i, "xpfo": 0.9 + i, "xpfo-off": 0.85 + i}
+        s["rss"][b] = {"glibc": 10.0 * (i + 1), "mimalloc": 12.0 * (i + 1),
+                       "xpfo": 11.0 * (i + 1), "xpfo-off": 11.5 * (i + 1)}
+    for n in ("BM_malloc_free/64", "BM_malloc_free/4096"):
+        s["micro"][n] = {"glibc": 20.0, "mimalloc": 12.0, "xpfo": 24.0, "xpfo-off": 23.0}
+    if scale:
+        kind, which, f = scale
+        for b, row in s[kind].items():
+            if which is None or b == which:
+                row["xpfo"] *= f
+    for kind in ("time", "rss", "micro"):
+        for a in ALLOCS:
+            for ref in ("glibc", "mimalloc"):
+                s["geomean"]["%s/%s/%s" % (kind, a, ref)] = geomean(
+                    [ratio(r.get(a), r.get(ref)) for r in s[kind].values()])
+    return {"summary": s, "machine": {"date": "synthetic", "versions": {"xpfo": "test"}},
+            "load_start": "0 0 0", "load_end": "0 0 0", "mode": "quick"}
+
+def check(data, strict=True):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = check_baseline(data, sys.argv[2], strict)
+    return rc, [l for l in err.getvalue().splitlines() if "WARNING" in l]
+
+failures = 0
+def expect(what, cond, detail):
+    global failures
+    print("benchguard: %s %s: %s" % ("ok" if cond else "FAIL", what, detail), file=sys.stderr)
+    failures += not cond
+
+write_baseline(run(), sys.argv[2])
+rc, warn = check(run())
+expect("same run", rc == 0 and not warn, "rc %d, %d warnings" % (rc, len(warn)))
+cases = [("geomean time", ("time", None, None), "geomean:time:xpfo"),
+         ("geomean peak RSS", ("rss", None, None), "geomean:rss:xpfo"),
+         ("geomean micro", ("micro", None, None), "geomean:micro:xpfo"),
+         ("one workload's time", ("time", "frag", None), "time:frag:xpfo")]
+for what, (kind, which, _), key in cases:
+    for f, caught in ((1.30, True), (1.20, False)):
+        data = run((kind, which, f))
+        rc, warn = check(data)
+        named = any(" %s:" % key in l for l in warn)
+        mi = data["summary"]["geomean"]["%s/xpfo/mimalloc" % kind]
+        expect("%s x%.2f" % (what, f), (rc == 1 and named) if caught else (rc == 0 and not warn),
+               "rc %d, %d warnings%s (xpfo/mimalloc geomean now %.3f)" % (
+                   rc, len(warn), ", %s named" % key if named else "", mi))
+# without --strict a regression warns but the target succeeds
+rc, warn = check(run(("time", None, 1.30)), strict=False)
+expect("not strict", rc == 0 and warn, "rc %d, %d warnings" % (rc, len(warn)))
+sys.exit(1 if failures else 0)
+EOF
