@@ -15,7 +15,7 @@ top=${top_srcdir:-$(dirname "$0")/..}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 python3 - "$top/bench" "$tmp/base.json" <<'EOF'
-import copy, io, sys, contextlib
+import contextlib, io, sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
 from xpfobench.baseline import check_baseline, write_baseline
@@ -62,11 +62,11 @@ def expect(what, cond, detail):
 write_baseline(run(), sys.argv[2])
 rc, warn = check(run())
 expect("same run", rc == 0 and not warn, "rc %d, %d warnings" % (rc, len(warn)))
-cases = [("geomean time", ("time", None, None), "geomean:time:xpfo"),
-         ("geomean peak RSS", ("rss", None, None), "geomean:rss:xpfo"),
-         ("geomean micro", ("micro", None, None), "geomean:micro:xpfo"),
-         ("one workload's time", ("time", "frag", None), "time:frag:xpfo")]
-for what, (kind, which, _), key in cases:
+cases = [("geomean time", "time", None, "geomean:time:xpfo"),
+         ("geomean peak RSS", "rss", None, "geomean:rss:xpfo"),
+         ("geomean micro", "micro", None, "geomean:micro:xpfo"),
+         ("one workload's time", "time", "frag", "time:frag:xpfo")]
+for what, kind, which, key in cases:
     for f, caught in ((1.30, True), (1.20, False)):
         data = run((kind, which, f))
         rc, warn = check(data)
