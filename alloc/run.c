@@ -282,8 +282,11 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size,
 	size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
 	if (nnp == np)
 		return true;
+	/* a guarded shared run moves: its new guard page would stay in the
+	 * memfd, read by the holders, and written again if the run grew back */
 	if (b->kind == BK_LARGE && nnp < np && nnp > 0 &&
-	    (!b->guarded || revoke_range(a + (nnp << PAGE_SHIFT), PAGE_SIZE) == 0)) {
+	    (!b->guarded ||
+	     (!alias_in(a, np << PAGE_SHIFT) && revoke_range(a + (nnp << PAGE_SHIFT), PAGE_SIZE) == 0))) {
 		run_shrink(t, a, b, np, nnp);
 		return true;
 	}
