@@ -14,7 +14,8 @@
  * mapping, mprotect of a read one, a hole punch), and no share's file takes
  * a seal (SHRINK, GROW, WRITE, FUTURE_WRITE, SEAL) that would stop the
  * revocation, which still happens; the owner's own mapping keeps writing.
- * A run cut in half by realloc loses its tail's alias.  A run is shared
+ * A run cut in half by realloc loses its tail's alias.  A holder that
+ * shrinks a read share's file ends the owner's next access with SIGBUS.  A run is shared
  * read-only or read-write (EPERM for the other).  Bad calls get EINVAL.  10,000 share/free cycles leave no descriptor behind
  * (entries of /proc/self/fd) and count one revocation each. */
 #include "testutil.h"
@@ -468,6 +469,41 @@ static void test_cut(const char *what, unsigned flags)
 	revoked(what, 0x2c);
 }
 
+/* The residual of a read share (docs/security.md): a holder that opens the
+ * file again for writing can shrink it.  It cannot grow it back, so the
+ * owner's next access to its run ends the owner with SIGBUS: its bytes are
+ * never replaced by zeros nor shown to anyone.  In a child (the owner
+ * dies); a grandchild is the holder. */
+static int shrunk_owner(void *arg)
+{
+	char *p = malloc(RUN);
+	tu_fill(p, RUN, 0x30);
+	int fd = xpfo_share_fd(p, XPFO_SHARE_READ);
+	if (fd < 0)
+		return 10;
+	pid_t h = fork();
+	if (h == 0) {
+		int w = reopen("self", fd);
+		_exit(w < 0 ? 1 : ftruncate(w, 0) ? 2 : ftruncate(w, RUN) == 0 ? 3 : 0);
+	}
+	int st;
+	if (waitpid(h, &st, 0) != h || !WIFEXITED(st) || WEXITSTATUS(st))
+		return 20 + (WIFEXITED(st) ? WEXITSTATUS(st) : 9);
+	volatile char c = p[100]; /* SIGBUS here */
+	(void)c;
+	return tu_verify(p, RUN, 0x30) == (size_t)-1 ? 30 : 31; /* it read something */
+}
+
+static void test_shrunk(void)
+{
+	struct tu_child res;
+	if (tu_run_child(shrunk_owner, NULL, 30, &res))
+		tu_hard_error("fork");
+	CHECK(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGBUS,
+	      "a read share shrunk by its holder: the owner ended with %s (want SIGBUS)",
+	      tu_status_str(res.status));
+}
+
 /* One file per run: a read share of a run shared for writing could not be
  * read-only, and a write share of a read-only one could not write. */
 static void test_mixed(void)
@@ -586,6 +622,7 @@ int main(int argc, char **argv)
 	test_cut("a read share cut in half", XPFO_SHARE_READ);
 	test_cut("a write share cut in half", XPFO_SHARE_WRITE);
 	test_mixed();
+	test_shrunk();
 	test_einval();
 	test_cycles(cycles);
 	close(sock[0]); /* the helper exits */
