@@ -5,18 +5,18 @@
  * new open of the same file) lets another process map them.  The
  * allocator keeps its own descriptor in the table below.  Revocation is the
  * purge of the run (backing_purge, from the gather flush, a segment's
- * release, a destroy) or its transfer: the memfd is truncated to nothing
- * and sealed against growing, so every other mapping of it faults with
- * SIGBUS and a holder of the descriptor finds an empty file that can never
- * hold pages again; a part of the run revoked alone (realloc shrinking it)
- * is cut off the file's end.  The memfd is sealed when it is made, before
- * any descriptor leaves (os_alias_create): no holder can add a seal that
- * would stop the truncation, and a run shared with XPFO_SHARE_READ alone is
- * in a file that no one can write but through the owner's own mapping,
- * however a holder opens it again (/proc/PID/fd/N with O_RDWR).  So a run
- * is shared read-only or read-write, never both (EPERM).  The local range gets a new anonymous
- * mapping in the same step, before the pages are free for anyone, so no
- * later allocation shares a frame with an old alias. */
+ * release, a destroy) or its transfer: the memfd is truncated to nothing,
+ * so every other mapping of it faults with SIGBUS and a holder of the
+ * descriptor finds an empty file that can never hold pages again; a part
+ * of the run revoked alone (realloc shrinking it) is cut off the file's
+ * end.  The memfd is sealed when it is made, before any descriptor leaves
+ * (os_alias_create): it cannot grow, no holder can add a seal that would
+ * stop the truncation, and a run shared with XPFO_SHARE_READ alone is in a
+ * file that no one can write but through the owner's own mapping, however
+ * a holder opens it again (/proc/PID/fd/N with O_RDWR).  So a run is shared
+ * read-only or read-write, never both (EPERM).  The local range gets a new
+ * anonymous mapping in the same step, before the pages are free for anyone,
+ * so no later allocation shares a frame with an old alias. */
 #include "backing.h"
 
 #include <errno.h>

@@ -236,8 +236,8 @@ int os_move_back_pages(void *t, void *addr, size_t size)
 	return e;
 }
 
-/* The seals of a shared run's memfd, added once its bytes are in it and
- * before any descriptor leaves the process.  F_SEAL_SEAL: no holder can add
+/* The seals of a shared run's memfd, added once our writable mapping of
+ * it exists, before the bytes move in and any descriptor leaves.  F_SEAL_SEAL: no holder can add
  * a seal, F_SEAL_SHRINK would stop the revocation's truncation and
  * F_SEAL_WRITE or F_SEAL_FUTURE_WRITE its hole punch.  F_SEAL_GROW: a file
  * truncated by the revocation (or shrunk by a holder) never gets pages back
