@@ -277,7 +277,11 @@ static int c_clock_gettime(void *arg)
 static int c_clock_gettime_vdso(void *arg)
 {
 	setup();
-	clock_gettime(CLOCK_MONOTONIC, (struct timespec *)page_of(secret_run));
+	int r = clock_gettime(CLOCK_MONOTONIC, (struct timespec *)page_of(secret_run));
+	/* a clock source the vDSO cannot read (QEMU's guest): the vDSO makes
+	 * the system call, EFAULT */
+	if (r == -1 && errno == EFAULT)
+		return 0;
 	leak(secret_run, sizeof SECRET);
 	return 1;
 }
@@ -650,6 +654,8 @@ struct acase {
 	const char *xfail;          /* a known defect (docs/security.md): the case
 				     * asserts the secure outcome and is expected to
 				     * fail until it is fixed; passing fails it */
+	int or_fallback;            /* or exit 0 with no line (the vDSO made the
+				     * system call instead: EFAULT) */
 };
 
 #define DENIED(n) "xpfo: sandbox: denied " n " from thread * in compartment \"parser\""
@@ -665,61 +671,60 @@ struct acase {
 #define SIGRETURN_PKRU "open path: rt_sigreturn restores PKRU from the user-writable frame"
 
 static const struct acase cases[] = {
-	{ "read into root's page", c_read, 0, 0, { NULL }, 0, NULL },
-	{ "write from root's page", c_write, 0, 0, { NULL }, 0, NULL },
-	{ "readv into root's page, iovec in root's page", c_readv, 0, 0, { NULL }, 0, NULL },
-	{ "readv with lengths that wrap", c_readv_wrap, 0, 0, { NULL }, 0, NULL },
-	{ "writev from root's page, iovec in root's page", c_writev, 0, 0, { NULL }, 0, NULL },
-	{ "recvfrom into root's page", c_recvfrom, 0, 0, { NULL }, 0, NULL },
-	{ "sendto from root's page", c_sendto, 0, 0, { NULL }, 0, NULL },
-	{ "recvmsg into root's page, header in root's page", c_recvmsg, 0, 0, { NULL }, 0, NULL },
-	{ "recvmsg of a descriptor into root's page", c_recvmsg_control, 0, 0, { NULL }, 0, NULL },
-	{ "sendmsg from root's page, header in root's page", c_sendmsg, 0, 0, { NULL }, 0, NULL },
-	{ "close of every descriptor", c_close_all, 0, 0, { DENIED("mprotect") }, 0, NULL },
-	{ "futex wait on root's page", c_futex_wait, 0, 0, { NULL }, 0, NULL },
-	{ "futex wake_op writing root's page", c_futex_wake_op, 0, 0, { NULL }, 0, NULL },
-	{ "futex wake and requeue on root's page", c_futex_wake, 0, 0, { NULL }, 0, NULL },
-	{ "clock_gettime and gettimeofday into root's page", c_clock_gettime, 0, 0, { NULL }, 0, NULL },
-	/* reported as a read on pkeys in the rig (QEMU): the kind is not the point */
+	{ "read into root's page", c_read, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "write from root's page", c_write, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "readv into root's page, iovec in root's page", c_readv, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "readv with lengths that wrap", c_readv_wrap, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "writev from root's page, iovec in root's page", c_writev, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "recvfrom into root's page", c_recvfrom, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "sendto from root's page", c_sendto, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "recvmsg into root's page, header in root's page", c_recvmsg, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "recvmsg of a descriptor into root's page", c_recvmsg_control, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "sendmsg from root's page, header in root's page", c_sendmsg, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "close of every descriptor", c_close_all, 0, 0, { DENIED("mprotect") }, 0, NULL, 0 },
+	{ "futex wait on root's page", c_futex_wait, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "futex wake_op writing root's page", c_futex_wake_op, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "futex wake and requeue on root's page", c_futex_wake, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "clock_gettime and gettimeofday into root's page", c_clock_gettime, 0, 0, { NULL }, 0, NULL, 0 },
 	{ "clock_gettime (vDSO) into root's page", c_clock_gettime_vdso, SIGSEGV, 0,
-	  { VIOLATION("*") }, 0, NULL },
-	{ "nanosleep and clock_nanosleep reading root's page", c_nanosleep, 0, 0, { NULL }, 0, NULL },
-	{ "sched_yield, getpid, gettid, restart_syscall", c_plain, 0, 0, { NULL }, 0, NULL },
-	{ "exit_group", c_exit_group, 0, 7, { NULL }, 0, NULL },
-	{ "exit", c_exit, 0, 8, { NULL }, 0, NULL },
-	{ "getrandom into root's page", c_getrandom, 0, 0, { NULL }, 0, NULL },
-	{ "tgkill of another process's thread", c_tgkill_other, 0, 0, { NULL }, 0, NULL },
+	  { VIOLATION("write") }, 0, NULL, 1 },
+	{ "nanosleep and clock_nanosleep reading root's page", c_nanosleep, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "sched_yield, getpid, gettid, restart_syscall", c_plain, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "exit_group", c_exit_group, 0, 7, { NULL }, 0, NULL, 0 },
+	{ "exit", c_exit, 0, 8, { NULL }, 0, NULL, 0 },
+	{ "getrandom into root's page", c_getrandom, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "tgkill of another process's thread", c_tgkill_other, 0, 0, { NULL }, 0, NULL, 0 },
 	{ "kill of another process, the group, everyone", c_kill_other, 0, 0,
-	  { DENIED("kill"), DENIED("tgkill") }, 0, NULL },
-	{ "sigaltstack on root's page", c_sigaltstack, 0, 0, { DENIED("sigaltstack") }, 0, NULL },
-	{ "rt_sigaction with root's page as the action", c_sigaction_buffer, 0, 0, { NULL }, 0, NULL },
-	{ "rt_sigprocmask with root's page as the set", c_sigprocmask_buffer, 0, 0, { NULL }, 0, NULL },
+	  { DENIED("kill"), DENIED("tgkill") }, 0, NULL, 0 },
+	{ "sigaltstack on root's page", c_sigaltstack, 0, 0, { DENIED("sigaltstack") }, 0, NULL, 0 },
+	{ "rt_sigaction with root's page as the action", c_sigaction_buffer, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "rt_sigprocmask with root's page as the set", c_sigprocmask_buffer, 0, 0, { NULL }, 0, NULL, 0 },
 	{ "rt_sigprocmask: SIGSEGV blocked, read of root's page", c_sigprocmask_segv, SIGSEGV, 0,
-	  { VIOLATION("read") }, 0, BLOCKED_NO_REPORT },
+	  { VIOLATION("read") }, 0, BLOCKED_NO_REPORT, 0 },
 	{ "rt_sigprocmask: SIGSYS blocked, a denied call", c_sigprocmask_sys, SIGSYS, 0,
-	  { DENIED("openat") }, 0, BLOCKED_NO_REPORT },
+	  { DENIED("openat") }, 0, BLOCKED_NO_REPORT, 0 },
 	{ "rt_sigreturn: a forged frame jumps to a read of root's page", c_sigreturn, SIGSEGV, 0,
-	  { VIOLATION("read") }, 0, NULL },
+	  { VIOLATION("read") }, 0, NULL, 0 },
 	{ "rt_sigreturn: a forged frame that blocks SIGSEGV", c_sigreturn_mask, SIGSEGV, 0,
-	  { VIOLATION("read") }, 0, BLOCKED_NO_REPORT },
+	  { VIOLATION("read") }, 0, BLOCKED_NO_REPORT, 0 },
 	{ "rt_sigreturn: a forged frame that opens every key (pkeys)", c_sigreturn_pkru, SIGSEGV, 0,
-	  { VIOLATION("read") }, 1, SIGRETURN_PKRU },
-	{ "mmap at root's page or the metadata (a hint)", c_mmap_hint, 0, 0, { NULL }, 0, NULL },
-	{ "mmap MAP_FIXED over the metadata", c_mmap_fixed_meta, 0, 0, { DENIED("mmap") }, 0, NULL },
+	  { VIOLATION("read") }, 1, SIGRETURN_PKRU, 0 },
+	{ "mmap at root's page or the metadata (a hint)", c_mmap_hint, 0, 0, { NULL }, 0, NULL, 0 },
+	{ "mmap MAP_FIXED over the metadata", c_mmap_fixed_meta, 0, 0, { DENIED("mmap") }, 0, NULL, 0 },
 	{ "mmap MAP_FIXED wrapping, or from own pages to root's", c_mmap_fixed_wrap, 0, 0,
-	  { DENIED("mmap") }, 0, NULL },
-	{ "mmap MAP_FIXED shared over own free pages", c_mmap_fixed_shared, 0, 0, { DENIED("mmap") }, 0, NULL },
-	{ "mprotect of the metadata", c_mprotect_meta, 0, 0, { DENIED("mprotect") }, 0, NULL },
-	{ "mprotect from own run to root's", c_mprotect_span, 0, 0, { DENIED("mprotect") }, 0, NULL },
-	{ "mprotect with a size that wraps", c_mprotect_wrap, 0, 0, { DENIED("mprotect") }, 0, NULL },
-	{ "mprotect PROT_NONE of root's page, then open", c_mprotect_close, 0, 0, { DENIED("mprotect") }, 0, NULL },
+	  { DENIED("mmap") }, 0, NULL, 0 },
+	{ "mmap MAP_FIXED shared over own free pages", c_mmap_fixed_shared, 0, 0, { DENIED("mmap") }, 0, NULL, 0 },
+	{ "mprotect of the metadata", c_mprotect_meta, 0, 0, { DENIED("mprotect") }, 0, NULL, 0 },
+	{ "mprotect from own run to root's", c_mprotect_span, 0, 0, { DENIED("mprotect") }, 0, NULL, 0 },
+	{ "mprotect with a size that wraps", c_mprotect_wrap, 0, 0, { DENIED("mprotect") }, 0, NULL, 0 },
+	{ "mprotect PROT_NONE of root's page, then open", c_mprotect_close, 0, 0, { DENIED("mprotect") }, 0, NULL, 0 },
 	{ "pkey_mprotect of the metadata and root's slab", c_pkey_mprotect, 0, 0,
-	  { DENIED("pkey_mprotect") }, 0, NULL },
-	{ "madvise other than MADV_DONTNEED on own pages", c_madvise_kinds, 0, 0, { DENIED("madvise") }, 0, NULL },
-	{ "madvise of the metadata, and wrapping", c_madvise_meta, 0, 0, { DENIED("madvise") }, 0, NULL },
-	{ "munmap of the metadata, own run, root's slab", c_munmap, 0, 0, { DENIED("munmap") }, 0, NULL },
+	  { DENIED("pkey_mprotect") }, 0, NULL, 0 },
+	{ "madvise other than MADV_DONTNEED on own pages", c_madvise_kinds, 0, 0, { DENIED("madvise") }, 0, NULL, 0 },
+	{ "madvise of the metadata, and wrapping", c_madvise_meta, 0, 0, { DENIED("madvise") }, 0, NULL, 0 },
+	{ "munmap of the metadata, own run, root's slab", c_munmap, 0, 0, { DENIED("munmap") }, 0, NULL, 0 },
 	{ "mremap of root's run over own pages, DONTUNMAP, metadata", c_mremap, 0, 0,
-	  { DENIED("mremap") }, 0, NULL },
+	  { DENIED("mremap") }, 0, NULL, 0 },
 };
 
 static bool glob(const char *p, const char *s)
@@ -780,6 +785,11 @@ static void check_case(const struct acase *c)
 {
 	static char out[16384];
 	int st = run(c, out, sizeof out);
+	if (c->or_fallback && WIFEXITED(st) && WEXITSTATUS(st) == 0 && !out[0]) {
+		tu_checks++;
+		printf("ok   %s (the vDSO made the system call: EFAULT)\n", c->name);
+		return;
+	}
 	bool ok_status = c->want_sig ? WIFSIGNALED(st) && WTERMSIG(st) == c->want_sig
 				     : WIFEXITED(st) && WEXITSTATUS(st) == c->want_exit;
 	unsigned long before = tu_failures;
