@@ -13,7 +13,7 @@ void sizeclass_init(void);
 
 struct tstate;
 struct xpfo_compartment;
-#include "sandbox.h"
+#include "gate.h"
 /* ---- alloc/pkeys.c: the pkeys backend ------------------------------------
  * Keys: 0 for everything not in the heap and for root's pages; key_alloc
  * for free pages (and the metadata when sealed); one per keyed compartment.
@@ -59,12 +59,15 @@ void pkeys_init(void);                       /* picks the backend */
 void pkeys_sealed(void);                     /* the metadata was just sealed */
 void pkeys_thread_update(struct tstate *t);  /* rights for t's compartment */
 int pkeys_comp_key(struct xpfo_compartment *c); /* c->key or -1 */
-/* enter/leave bookkeeping in pkeys mode; false: c has no key (mprotect way) */
-bool pkeys_enter(struct xpfo_compartment *c);
+/* Gives compartment c's pages key (> 0) or parks them (key < 0); c->lock
+ * held.  compartment.c's walk, passed down to pkeys_enter. */
+typedef void comp_retag_fn(struct xpfo_compartment *c, int key);
+/* enter/leave bookkeeping in pkeys mode; false: c has no key (mprotect
+ * way).  A key taken re-tags c's pages, and a victim's, with retag. */
+bool pkeys_enter(struct xpfo_compartment *c, comp_retag_fn *retag);
 void pkeys_leave(struct xpfo_compartment *c);
 void pkeys_comp_destroyed(struct xpfo_compartment *c);
 void pkeys_comp_created(struct xpfo_compartment *c);
-void comp_retag(struct xpfo_compartment *c, int key);   /* compartment.c */
 int comp_plain_rekey(int key);                          /* compartment.c: sandbox.c's */
 const char *pkeys_key_owner(int key);
 void pkeys_fork_lock(bool lock);             /* fork: take or drop pkeys' lock */
@@ -256,8 +259,9 @@ struct tstate {
 	struct { uintptr_t addr; uint32_t npages, open, open_head; bool runs_open; } take;
 };
 
-/* ---- globals: heap_lock (pages.c), the compartment table (compartment.c),
- * the thread's state (heap.c; made by api/init.c's tstate_slow) ----------- */
+/* ---- globals: heap_lock (pages.c), the compartment table (owner.c), the
+ * thread's state (meta.c; made by api/init.c's tstate_slow), the flushes
+ * against destroys (revoke.c) ----------------------------------------------- */
 extern pthread_mutex_t heap_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
@@ -294,11 +298,12 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean);
 /* Give revoked ranges back to the allocator (called by the gather flush). */
 void pages_release(const struct range *r, unsigned n);
-/* Grow the live run at addr (npages) in place to as many pages as are free
- * after it, at least min_npages and at most max_npages; returns the new
- * count, with the pages granted, or 0 (nothing changed). */
-size_t pages_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
-			   bool guard);
+/* The free pages after the live run at addr (npages), for it to grow in
+ * place to at least min_npages and at most max_npages; returns the new
+ * count, with the pages taken (not granted) in *r, or 0. */
+struct range;
+size_t pages_take_after(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
+			bool guard, struct range *r);
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
@@ -394,7 +399,11 @@ int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->
  * cut tail, a destroyed compartment's run): one counted call; nothing under
  * revoke=off.  Returns 0 or errno. */
 int revoke_range(uintptr_t addr, size_t len);
-uint64_t flush_serial(void);
+/* Flushes so far: a caller that saw it change may retry what failed. */
+static inline uint64_t flush_serial(void)
+{
+	return __atomic_load_n(&g_stats.flushes, __ATOMIC_RELAXED);
+}
 
 /* ---- alloc/heap.c, slab.c, harden.c: malloc and free -------------------- */
 void *heap_malloc(struct tstate *t, size_t size);
@@ -449,13 +458,9 @@ int comp_transfer(void *p, struct xpfo_compartment *to);
 
 
 /* ---- alloc/sandbox.c: xpfo_lock_thread ---------------------------------- */
-extern __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
 /* The work of xpfo_lock_thread (api/compartment.c): 0 or an errno. */
 int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags);
 void sandbox_stats_fill(struct xpfo_stats *s);
-/* After every write of the rights register (pkeys_write): in a locked
- * thread, a register that opens a key the thread may not hold is fatal. */
-void sandbox_gate_check(void);
 void sandbox_stats_print(int fd);
 
 /* ---- alloc/alias.c: the work of xpfo_share_fd (api/compartment.c) ------ */

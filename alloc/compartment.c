@@ -33,12 +33,6 @@ static uint16_t comp_next_id = 2;              /* 1 is root */
 static struct xpfo_compartment *free_head, *free_tail;
 static unsigned nfree;
 #define REUSE_DELAY 256
-uint32_t destroy_serial;
-struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
-struct xpfo_compartment comp_root = {
-	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
-	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
-};
 /* names as the program sees them: outside the (sealed) metadata */
 static char pub_names[MAX_COMPARTMENTS][48];
 
@@ -330,7 +324,7 @@ static void comp_set_access(struct xpfo_compartment *c, bool open)
 }
 
 /* pkeys: give c's pages key (> 0) or park them (key < 0); c->lock held. */
-void comp_retag(struct xpfo_compartment *c, int key)
+static void comp_retag(struct xpfo_compartment *c, int key)
 {
 	int e = 0;
 	if (key > 0)
@@ -568,7 +562,7 @@ static void thread_switch(struct tstate *t, struct theap *h)
 	struct xpfo_compartment *cur = t->heap->comp, *c = h->comp;
 	bool cur_keyed = t->keyed;
 	/* into the new one first, so a compartment entered again stays open */
-	if (pkeys_enter(c))
+	if (pkeys_enter(c, comp_retag))
 		t->keyed = 1;
 	else {
 		t->keyed = 0;
@@ -799,8 +793,6 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 }
 
 /* ---- destroy ------------------------------------------------------------ */
-
-uint32_t fast_flushes_inflight;
 
 /* c-owned spans in segments that stay (they hold other owners' pages). */
 struct destroy_list {

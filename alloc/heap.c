@@ -16,9 +16,6 @@
 
 #include <errno.h>
 
-/* The thread's state (made by api/init.c's tstate_slow on first use). */
-__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
-
 /* A flag, not a size: this page is not sealed, and no value written here
  * can send a request past the slab classes (size_to_class). */
 static unsigned char runs_from_page;

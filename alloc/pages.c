@@ -566,43 +566,19 @@ void pages_release(const struct range *r, unsigned n)
 		segs_release(rel, nrel);
 }
 
-/* Free pages that are not clean hold their segment owner's old bytes (a
- * run of any other owner is purged when it is freed, and a segment changes
- * hands only purged): a run of another owner growing over them needs fresh
- * frames. */
-/* The guard page of a run growing by `extra` moves to its new end: made
- * inaccessible before the old one opens (the run never ends unguarded). */
-static int grow_move_guard(uintptr_t addr, size_t new_npages, uint16_t owner)
-{
-	uintptr_t ng = addr + (new_npages << PAGE_SHIFT);
-	int e = revoke_range(ng, PAGE_SIZE);
-	if (e)
-		return e;
-	owner_set_guard(ng, owner);
-	return 0;
-}
-
-static void grow_keep_guard(uintptr_t old, uint16_t owner)
-{
-	int e = revoke_range(old, PAGE_SIZE);
-	if (e) {
-		stat_inc(revoke_failures);
-		xpfo_error("cannot close the guard page at %p again after a failed realloc in "
-			   "place (errno %d): the run ends unguarded (compartment \"%s\")",
-			   (void *)old, (long)e, comp_table[owner]->name);
-	}
-	owner_set_guard(old, owner);
-}
-
-/* Grow the run at addr from npages to new_npages where it is, over the free
- * pages after it: as many as are free up to max_npages, at least
- * min_npages (realloc asks for some room beyond the size: heap.c,
- * realloc_room; deciding here, once, keeps a failed grant from being
- * tried again at another size).  A guarded run takes the pages after its
- * guard page: the old guard becomes the run's, the last new page its
- * guard. */
-size_t pages_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
-			   bool guard)
+/* Take the free pages after the live run at addr (npages; guarded: its
+ * guard page follows) for it to grow over: as many as are free up to
+ * max_npages, at least min_npages (realloc asks for some room beyond the
+ * size: heap.c, realloc_room; deciding here, once, keeps a failed grant
+ * from being tried again at another size).  A guarded run takes the pages
+ * after its guard page.  Returns the run's new length, the pages taken in
+ * *r (not granted yet: run.c's run_grow_in_place does that, and gives them
+ * back with pages_release on failure), or 0.  Free pages that are not
+ * clean hold their segment owner's old bytes (a run of any other owner is
+ * purged when it is freed, and a segment changes hands only purged): a run
+ * of another owner growing over them gets fresh frames here. */
+size_t pages_take_after(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
+			bool guard, struct range *r)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = ((addr >> PAGE_SHIFT) & (SEG_PAGES - 1)) + guard;
@@ -620,27 +596,15 @@ size_t pages_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages, siz
 	pthread_mutex_unlock(&heap_lock);
 	if (!ok)
 		return 0;
-	struct range r = { more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
+	*r = (struct range){ more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
 	if (!fresh) {
 		if (backing_purge(more, extra << PAGE_SHIFT)) {
-			pages_release(&r, 1); /* never opened: back as they were */
+			pages_release(r, 1); /* never opened: back as they were */
 			return 0;
 		}
 		stat_inc(purges);
 		stat_add(pages_purged, extra);
-		r.purged = 1;
-	}
-	if (guard && grow_move_guard(addr, new_npages, owner)) {
-		pages_release(&r, 1);
-		return 0;
-	}
-	if (grant(comp_table[owner], addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
-		/* the new guard stays inaccessible; the old one stays the guard
-		 * (closed again: a failed grant may have opened a prefix) */
-		if (guard)
-			grow_keep_guard(addr + (npages << PAGE_SHIFT), owner);
-		pages_release(&r, 1); /* could not open them: straight back */
-		return 0;
+		r->purged = 1;
 	}
 	return new_npages;
 }

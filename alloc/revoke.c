@@ -37,6 +37,12 @@
 #include <limits.h>
 #include <string.h>
 
+/* Compartments destroyed so far, and flushes under way that did not see
+ * the last destroy (compartment.c's comp_destroy waits for them: a flush
+ * that saw no destroy holds no lock over its protection changes). */
+uint32_t destroy_serial;
+uint32_t fast_flushes_inflight;
+
 void gather_init(struct gather *g)
 {
 	g->n = g->live = g->frees = 0;
@@ -1037,11 +1043,6 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	gather_busy(g, false);
 	retain_trim();
 	return err;
-}
-
-uint64_t flush_serial(void)
-{
-	return __atomic_load_n(&g_stats.flushes, __ATOMIC_RELAXED);
 }
 
 /* The statistic that says whether keeping hot runs works: a grant of

@@ -273,6 +273,56 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 	return true;
 }
 
+/* The guard page of a run growing by `extra` moves to its new end: made
+ * inaccessible before the old one opens (the run never ends unguarded). */
+static int grow_move_guard(uintptr_t addr, size_t new_npages, uint16_t owner)
+{
+	uintptr_t ng = addr + (new_npages << PAGE_SHIFT);
+	int e = revoke_range(ng, PAGE_SIZE);
+	if (e)
+		return e;
+	owner_set_guard(ng, owner);
+	return 0;
+}
+
+static void grow_keep_guard(uintptr_t old, uint16_t owner)
+{
+	int e = revoke_range(old, PAGE_SIZE);
+	if (e) {
+		stat_inc(revoke_failures);
+		xpfo_error("cannot close the guard page at %p again after a failed realloc in "
+			   "place (errno %d): the run ends unguarded (compartment \"%s\")",
+			   (void *)old, (long)e, comp_table[owner]->name);
+	}
+	owner_set_guard(old, owner);
+}
+
+/* Grow the run at addr from npages where it is, over the free pages after
+ * it (pages_take_after: at least min_npages, at most max_npages).  A
+ * guarded run's old guard becomes the run's, the last new page its guard.
+ * Returns the new count, with the pages granted, or 0 (nothing changed). */
+static size_t run_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages,
+				size_t max_npages, bool guard)
+{
+	struct range r;
+	size_t new_npages = pages_take_after(addr, npages, min_npages, max_npages, guard, &r);
+	if (!new_npages)
+		return 0;
+	if (guard && grow_move_guard(addr, new_npages, r.owner)) {
+		pages_release(&r, 1);
+		return 0;
+	}
+	if (grant(comp_table[r.owner], addr + (npages << PAGE_SHIFT), (size_t)r.npages << PAGE_SHIFT)) {
+		/* the new guard stays inaccessible; the old one stays the guard
+		 * (closed again: a failed grant may have opened a prefix) */
+		if (guard)
+			grow_keep_guard(addr + (npages << PAGE_SHIFT), r.owner);
+		pages_release(&r, 1); /* could not open them: straight back */
+		return 0;
+	}
+	return new_npages;
+}
+
 /* Resize a page run or huge block of the caller's compartment where it
  * is, to size bytes or, growing a page run, up to room bytes where the
  * pages after it are free; false: it must move. */
@@ -298,7 +348,7 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size,
 		max = np + np / 4;
 	if (b->kind == BK_LARGE && size <= LARGE_MAX && nnp > np &&
 	    (!b->guarded || (np >= GUARDED_GROW_MIN && (nnp - np) * 4 <= np)) &&
-	    (got = pages_grow_in_place(a, np, nnp, max > nnp ? max : nnp, b->guarded))) {
+	    (got = run_grow_in_place(a, np, nnp, max > nnp ? max : nnp, b->guarded))) {
 		owner_set_large(a, got, b->owner);
 		stat_add(large_live_bytes, (got - np) << PAGE_SHIFT);
 		return true;
