@@ -181,7 +181,7 @@ enum range_kind { RK_RUN, RK_HUGE };
 #define GATHER_NIL 0xffff
 #define GATHER_RECENT 16            /* revoked spans remembered for regrants_soon */
 
-/* The gather: a thread's queue of pending revocations (alloc/revoke.c).
+/* The gather: a thread's queue of pending revocations (alloc/gather.c).
  * Entries are also indexed by size, so the thread can take a run back. */
 struct gather {
 	unsigned n;                       /* slots used, removed ones included */
@@ -253,7 +253,7 @@ struct tstate {
 	struct quarantine q;
 	struct gather g;
 	/* pages.c's last take of free pages by this thread, for the grant
-	 * that follows (revoke.c guard_granted): how many were under guard
+	 * that follows (grant.c guard_granted): how many were under guard
 	 * markers with root's protection (release=guard); runs_open: a span
 	 * of guarded runs whose pages are all so, guards apart */
 	struct { uintptr_t addr; uint32_t npages, open, open_head; bool runs_open; } take;
@@ -261,7 +261,7 @@ struct tstate {
 
 /* ---- globals: heap_lock (pages.c), the compartment table (owner.c), the
  * thread's state (meta.c; made by api/init.c's tstate_slow), the flushes
- * against destroys (revoke.c) ----------------------------------------------- */
+ * against destroys (gather.c) ----------------------------------------------- */
 extern pthread_mutex_t heap_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
@@ -354,7 +354,7 @@ bool pages_reserved_for(size_t i, uint16_t id);
 #define SEGS_QUEUE_MAX 64
 void segs_queue(size_t *rel, size_t *nrel, size_t i);
 
-/* ---- alloc/revoke.c: the gather ----------------------------------------- */
+/* ---- alloc/gather.c: the gather (the queue of pending revocations) ------ */
 enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_SWITCH, FR_OTHER };
 /* Queue a freed run for revocation (its page entries become PG_PENDING).
  * Returns true when the gather is full: the caller then flushes it,
@@ -366,13 +366,6 @@ enum flush_reason revoke_full_reason(void); /* FR_EAGER with revoke=eager, else 
  * can be taken back like freed runs, and are revoked with the batch. */
 bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 		      bool guarded, bool clean);
-/* How many pages a run of npages should take from the allocator at once
- * (a multiple of npages; npages when no span pays), and grow the span;
- * guarded: runs of npages with their guard, granted by grant_guarded_span. */
-size_t revoke_grant_span(struct tstate *t, size_t npages, bool guarded);
-/* Guarded runs of c granted a span at a time, and that grant (revoke.c). */
-bool grant_guarded_spans(const struct xpfo_compartment *c);
-int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept);
 void gather_init(struct gather *g);
 /* In a fork child: drop (never apply) a gather its thread was changing at
  * the fork. */
@@ -387,14 +380,11 @@ int revoke_taken_class(const struct tstate *t, uintptr_t a);
 /* The pages the thread's last revoke_cancel returned (a) are known zero:
  * taken from an RF_CLEAN spare. */
 bool revoke_taken_clean(const struct tstate *t, uintptr_t a);
+/* ---- alloc/revoke.c: applying the gather ---------------------------------- */
 /* Release what the thread's quarantine of freed runs holds. */
 void revoke_quarantine_drain(struct tstate *t);
 /* Apply every queued revocation; returns 0 or an errno of a failure. */
 int revoke_flush(struct tstate *t, enum flush_reason why);
-/* Make a run taken from the allocator accessible as its compartment is now
- * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
-int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len);
-int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
 /* Take access away from pages outside a flush (a guard page made, a run's
  * cut tail, a destroyed compartment's run): one counted call; nothing under
  * revoke=off.  Returns 0 or errno. */
@@ -405,6 +395,18 @@ static inline uint64_t flush_serial(void)
 	return __atomic_load_n(&g_stats.flushes, __ATOMIC_RELAXED);
 }
 
+/* ---- alloc/grant.c: access for pages taken from the allocator ------------ */
+/* How many pages a run of npages should take from the allocator at once
+ * (a multiple of npages; npages when no span pays), and grow the span;
+ * guarded: runs of npages with their guard, granted by grant_guarded_span. */
+size_t revoke_grant_span(struct tstate *t, size_t npages, bool guarded);
+/* Guarded runs of c granted a span at a time, and that grant. */
+bool grant_guarded_spans(const struct xpfo_compartment *c);
+int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept);
+/* Make a run taken from the allocator accessible as its compartment is now
+ * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
+int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len);
+int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
 /* ---- alloc/heap.c, slab.c, harden.c: malloc and free -------------------- */
 void *heap_malloc(struct tstate *t, size_t size);
 void *heap_calloc(struct tstate *t, size_t n, size_t size);

@@ -9,7 +9,7 @@
  * coalesced spans, under the compartment's lock; grant() takes the same lock,
  * so a run handed out meanwhile gets the protection the compartment has.
  * Pages queued for revocation are closed with their compartment but not
- * reopened with it; a thread that takes one back reopens it (revoke.c,
+ * reopened with it; a thread that takes one back reopens it (gather.c,
  * access_gen).
  *
  * Lock order: comp_lock, then pkeys' lock, then a compartment's lock (two:

@@ -80,7 +80,7 @@ struct segment {
 	uint64_t clean_map[SEG_WORDS]; /* bit set: page is known zero, not resident */
 	/* bit set: a free page revoked with guard markers (release=guard)
 	 * whose protection is still root's, open (a subset of clean_map;
-	 * pages.c, revoke.c guard_granted) */
+	 * pages.c, grant.c guard_granted) */
 	uint64_t open_map[SEG_WORDS];
 	/* owner.c only: the pages whose words were written since the carve
 	 * are below this one (every page is taken before it is written:

@@ -311,7 +311,7 @@ static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsign
 }
 
 /* The open guard-marked pages among [i, i+n) of s leave the open map; the
- * thread notes how many for its grant (revoke.c guard_granted). */
+ * thread notes how many for its grant (grant.c guard_granted). */
 static void take_note(struct segment *s, size_t i, size_t n)
 {
 	/* all but the last page apart: a guarded run's guard is its last */
@@ -404,7 +404,7 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 				      false);
 		n = (end - i) / unit * unit;
 		/* guarded runs whose pages (their guards apart) are all open
-		 * under markers are granted by one call (revoke.c
+		 * under markers are granted by one call (grant.c
 		 * grant_guarded_span) */
 		bool open = guarded && n > unit;
 		for (size_t k = i; open && k < i + n; k += unit)

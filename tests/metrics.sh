@@ -38,11 +38,11 @@ copy
 printf 'void owner_probe(void);\nvoid owner_probe(void)\n{\n\tcomp_create("probe", 0);\n}\n' \
 	>>"$tmp/tree/alloc/owner.c"
 must_fail "owner.c calling comp_create" "upward in alloc/: alloc/owner.c -> alloc/compartment.c"
-# pages.c reads a global of revoke.c's
+# pages.c reads a global of gather.c's
 copy
 printf 'unsigned pages_probe(void);\nunsigned pages_probe(void)\n{\n\treturn destroy_serial;\n}\n' \
 	>>"$tmp/tree/alloc/pages.c"
-must_fail "pages.c reading destroy_serial" "upward in alloc/: alloc/pages.c -> alloc/revoke.c"
+must_fail "pages.c reading destroy_serial" "upward in alloc/: alloc/pages.c -> alloc/gather.c"
 # a new file of alloc/ not placed in a layer
 copy
 printf 'int probe_new(void);\nint probe_new(void)\n{\n\treturn 0;\n}\n' >"$tmp/tree/alloc/probe.c"
