@@ -198,7 +198,7 @@ struct gather {
 	uint32_t destroy_serial;          /* destroy_serial when the first run came */
 	uint16_t head[GATHER_BUCKETS];
 	/* grants (issue 11): pages the thread's next grant takes at once
-	 * (revoke_grant_span), and the spans its last flushes revoked, to
+	 * (grant_span_size), and the spans its last flushes revoked, to
 	 * count those granted back soon (regrants_soon) */
 	uint32_t span;
 	uint32_t recent_next;
@@ -399,14 +399,14 @@ static inline uint64_t flush_serial(void)
 /* How many pages a run of npages should take from the allocator at once
  * (a multiple of npages; npages when no span pays), and grow the span;
  * guarded: runs of npages with their guard, granted by grant_guarded_span. */
-size_t revoke_grant_span(struct tstate *t, size_t npages, bool guarded);
+size_t grant_span_size(struct tstate *t, size_t npages, bool guarded);
 /* Guarded runs of c granted a span at a time, and that grant. */
 bool grant_guarded_spans(const struct xpfo_compartment *c);
 int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept);
 /* Make a run taken from the allocator accessible as its compartment is now
  * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
-int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len);
-int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
+int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len);
+int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
 /* ---- alloc/heap.c, slab.c, harden.c: malloc and free -------------------- */
 void *heap_malloc(struct tstate *t, size_t size);
 void *heap_calloc(struct tstate *t, size_t n, size_t size);

@@ -6,7 +6,7 @@
  * inside it, and closed (its pages inaccessible) while none is: invariant
  * I4 holds in its weaker form, "while some thread is inside".  Opening and
  * closing walk the compartment's pages and change their protection in
- * coalesced spans, under the compartment's lock; grant() takes the same lock,
+ * coalesced spans, under the compartment's lock; grant_range() takes the same lock,
  * so a run handed out meanwhile gets the protection the compartment has.
  * Pages queued for revocation are closed with their compartment but not
  * reopened with it; a thread that takes one back reopens it (gather.c,

@@ -281,7 +281,7 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	bool locked = c && (c != &comp_root || pkeys_on); /* root: see revoke_add */
 	if (locked)
 		pthread_mutex_lock(&c->lock);
-	if (c && r->cgen != c->access_gen && grant_locked(c, a, open_pages << PAGE_SHIFT)) {
+	if (c && r->cgen != c->access_gen && grant_range_locked(c, a, open_pages << PAGE_SHIFT)) {
 		if (locked)
 			pthread_mutex_unlock(&c->lock);
 		return 0; /* could not reopen it */

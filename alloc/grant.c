@@ -31,7 +31,7 @@ static size_t grant_span_next(struct gather *g)
 	return span;
 }
 
-size_t revoke_grant_span(struct tstate *t, size_t npages, bool guarded)
+size_t grant_span_size(struct tstate *t, size_t npages, bool guarded)
 {
 	if (opt.revoke == REVOKE_EAGER || npages >= GRANT_MAX)
 		return npages;
@@ -85,7 +85,7 @@ static int grant_key(struct xpfo_compartment *c)
 }
 
 /* c->lock held (unless c is root). */
-int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
+int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
@@ -127,7 +127,7 @@ static bool guard_granted(struct xpfo_compartment *c, uintptr_t addr, size_t len
 
 /* Markers removed, then a grant that opens nothing: the owner is closed
  * (root while a STRICT compartment is entered; a closed compartment
- * without a key), and grant_locked leaves the pages as their revocation
+ * without a key), and grant_range_locked leaves the pages as their revocation
  * did, which under mprotect is PROT_NONE, reopened by the owner's next
  * open.  Under markers they kept their old protection, so they are closed
  * here (c->lock held where grant takes it). */
@@ -223,7 +223,7 @@ int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept
 	return e;
 }
 
-int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
+int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
 	int ge;
 	bool removed;
@@ -237,7 +237,7 @@ int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	bool lock = !(c == &comp_root && !pkeys_on) && opt.revoke != REVOKE_OFF;
 	if (lock)
 		pthread_mutex_lock(&c->lock);
-	int e = grant_locked(c, addr, len);
+	int e = grant_range_locked(c, addr, len);
 	if (!e && removed)
 		e = close_after_marks(c, addr, len);
 	if (lock)

@@ -121,14 +121,14 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		return a;
 	}
 	/* a span of whole runs, granted at once: the spare waits in the gather
-	 * for this thread's next ones (revoke_grant_span); guarded runs only
+	 * for this thread's next ones (grant_span_size); guarded runs only
 	 * where one call grants them all (grant_guarded_spans) and none would
 	 * grow in place */
 	size_t take = total;
 	bool span = align_pages == 1 && !secret_comp(c) &&
 		    (!guard || (npages < GUARDED_GROW_MIN && grant_guarded_spans(c)));
 	if (span)
-		a = pages_alloc_span(c, total, revoke_grant_span(t, total, guard), tag, guard, &take,
+		a = pages_alloc_span(c, total, grant_span_size(t, total, guard), tag, guard, &take,
 				     clean);
 	else
 		a = pages_alloc(c, take, align_pages, tag, clean);
@@ -140,7 +140,7 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		return 0;
 	if (guard && take > total && (take = guarded_span(t, c, a, npages, take, *clean)) != total)
 		return take ? 0 : a;
-	if (grant(c, a, (take - guard) << PAGE_SHIFT)) {
+	if (grant_range(c, a, (take - guard) << PAGE_SHIFT)) {
 		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		pages_release(&r, 1);
 		return 0;
@@ -170,7 +170,7 @@ static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t
 		stat_sub(mapped_pages, 1);
 		stat_sub(resident_pages, 1);
 	}
-	if (a && grant(c, a, np << PAGE_SHIFT)) {
+	if (a && grant_range(c, a, np << PAGE_SHIFT)) {
 		struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		seg_of(a)->releasing = 1;
 		pages_release(&r, 1);
@@ -262,7 +262,7 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large;
 	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
 		return false;
-	if (nnp > np && grant(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
+	if (nnp > np && grant_range(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
 		return false;
 	if (nnp < np) {
 		if (revoke_range(a + (nnp << PAGE_SHIFT), (np - nnp) << PAGE_SHIFT))
@@ -312,7 +312,7 @@ static size_t run_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages
 		pages_release(&r, 1);
 		return 0;
 	}
-	if (grant(comp_table[r.owner], addr + (npages << PAGE_SHIFT), (size_t)r.npages << PAGE_SHIFT)) {
+	if (grant_range(comp_table[r.owner], addr + (npages << PAGE_SHIFT), (size_t)r.npages << PAGE_SHIFT)) {
 		/* the new guard stays inaccessible; the old one stays the guard
 		 * (closed again: a failed grant may have opened a prefix) */
 		if (guard)
