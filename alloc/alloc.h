@@ -417,8 +417,8 @@ void heap_free(struct tstate *t, void *p);
 void heap_check_sized(const void *p, size_t size, size_t align);
 size_t heap_usable(const void *p);
 /* slab.c */
-void heap_abandon(struct tstate *t, struct theap *h); /* thread exit / fork child */
-void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
+void slab_abandon(struct tstate *t, struct theap *h); /* thread exit / fork child */
+void slab_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
 /* harden.c */
 void heap_quarantine_drain(struct tstate *t);
 /* Zero n bytes at p, a block of compartment owner, even if it is closed. */

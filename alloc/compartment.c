@@ -417,7 +417,7 @@ struct theap *theap_for(struct tstate *t, struct xpfo_compartment *c)
 	}
 	/* new, or left over from a destroyed compartment that had this id:
 	 * its slabs are gone with it, so it is reset without touching them */
-	heap_init_theap(h, t, c);
+	slab_init_theap(h, t, c);
 	h->epoch = c->epoch;
 	return h;
 }
@@ -445,7 +445,7 @@ void comp_thread_exit(struct tstate *t)
 		if (!h)
 			continue;
 		if (h->comp && !theap_stale(h))
-			heap_abandon(t, h);
+			slab_abandon(t, h);
 		meta_free(h, sizeof *h);
 	}
 	meta_free(t->heaps, MAX_COMPARTMENTS * sizeof *t->heaps);

@@ -177,7 +177,7 @@ __attribute__((noinline)) void *small_refill(struct tstate *t, struct theap *h, 
 /* Empty slabs a heap keeps (slab.c): up to KEEP_EMPTY_BASE pages of them
  * whatever it allocates; past that, fresh pages taken retire as many. */
 #define KEEP_EMPTY_BASE 64
-void heap_shed_kept(struct tstate *t, struct theap *h, size_t np);
+void slab_shed_kept(struct tstate *t, struct theap *h, size_t np);
 /* Give slot i back to the slab's remote bits (another heap's slab). */
 void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i);
 __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct theap *h,

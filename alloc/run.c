@@ -227,7 +227,7 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero, size_t
 	if (!a)
 		return fail_null(ENOMEM);
 	if (clean)
-		heap_shed_kept(t, t->heap, np);
+		slab_shed_kept(t, t->heap, np);
 	if (zero && !clean)
 		memset((void *)a, 0, np << PAGE_SHIFT);
 	else if (written >= PAGE_SIZE && clean)

@@ -116,8 +116,8 @@ static void slab_retire(struct tstate *t, struct slab *s)
  * allocates it again would get its pages back from the kernel one fault
  * each (guard markers take the frames of what they revoke).  mimalloc
  * keeps empty pages a while the same way.  The rest retire, and past
- * KEEP_EMPTY_BASE pages fresh pages retire kept ones (heap_shed_kept);
- * heap_abandon retires the kept ones at thread exit. */
+ * KEEP_EMPTY_BASE pages fresh pages retire kept ones (slab_shed_kept);
+ * slab_abandon retires the kept ones at thread exit. */
 
 /* Count s's pages in *total (its flag set) unless that passes bound; true
  * when s is (now) counted. */
@@ -133,7 +133,7 @@ static bool slab_count_in(uint8_t *flag, uint32_t *total, unsigned np, unsigned 
 }
 
 /* A slab newly kept goes to its partial list's tail: small_refill takes
- * the head (partial slabs fill first) and heap_shed_kept looks at the
+ * the head (partial slabs fill first) and slab_shed_kept looks at the
  * tail. */
 static bool slab_keep_empty(struct theap *h, struct slab *s)
 {
@@ -249,7 +249,7 @@ static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
  * kept slabs of sizes the program has moved on from do not add to its
  * peak (frag: 16 MiB of one-page slabs idle while its medium blocks took
  * new pages).  Their pages go to the gather like any slab's. */
-void heap_shed_kept(struct tstate *t, struct theap *h, size_t np)
+void slab_shed_kept(struct tstate *t, struct theap *h, size_t np)
 {
 	size_t shed = 0;
 	if (h->kept_pages <= KEEP_EMPTY_BASE)
@@ -279,7 +279,7 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	if (!a)
 		return NULL;
 	if (clean)
-		heap_shed_kept(t, h, k->npages);
+		slab_shed_kept(t, h, k->npages);
 	pthread_mutex_lock(&heap_lock);
 	struct slab *s = slab_meta_new();
 	pthread_mutex_unlock(&heap_lock);
@@ -492,7 +492,7 @@ __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct thea
 }
 
 /* ---- heaps -------------------------------------------------------------- */
-void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c)
+void slab_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c)
 {
 	memset(h, 0, sizeof *h);
 	h->comp = c;
@@ -525,7 +525,7 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 	 * retire the slab themselves once it is empty */
 }
 
-void heap_abandon(struct tstate *t, struct theap *h)
+void slab_abandon(struct tstate *t, struct theap *h)
 {
 	struct slab *n = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
 	while (n) {

@@ -165,7 +165,7 @@ struct tstate *tstate_slow(void)
 	struct tstate *t = meta_alloc(sizeof *t);
 	if (!t)
 		xpfo_fatal("out of metadata memory for a thread state");
-	heap_init_theap(&t->root_heap, t, &comp_root);
+	slab_init_theap(&t->root_heap, t, &comp_root);
 	gather_init(&t->g);
 	rng_init(&t->rng);
 	t->hard = heap_hard_flags();
@@ -203,7 +203,7 @@ static void tstate_retire(struct tstate *t)
 	heap_quarantine_drain(t);
 	revoke_flush(t, FR_THREAD_EXIT);
 	comp_thread_exit(t);
-	heap_abandon(t, &t->root_heap);
+	slab_abandon(t, &t->root_heap);
 	revoke_flush(t, FR_THREAD_EXIT);
 	revoke_quarantine_drain(t);
 	if (t->q.slot)
