@@ -420,11 +420,11 @@ size_t heap_usable(const void *p);
 void slab_abandon(struct tstate *t, struct theap *h); /* thread exit / fork child */
 void slab_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
 /* harden.c */
-void heap_quarantine_drain(struct tstate *t);
+void harden_quarantine_drain(struct tstate *t);
 /* Zero n bytes at p, a block of compartment owner, even if it is closed. */
-void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
+void harden_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
 /* What t->hard is when not borrowing a heap. */
-unsigned heap_hard_flags(void);
+unsigned harden_flags(void);
 /* heap.c */
 void heap_walk_check(void);              /* debug: invariant walk */
 /* Where page runs start (heap.c's run_min).  Until the first compartment

@@ -642,11 +642,11 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 		struct theap *saved_ = (t)->heap;                              \
 		(t)->heap = (h);                                               \
 		(t)->borrowed = (h) != saved_;                                 \
-		(t)->hard = heap_hard_flags() || (t)->borrowed;                \
+		(t)->hard = harden_flags() || (t)->borrowed;                \
 		void *p_ = (expr);                                             \
 		(t)->heap = saved_;                                            \
 		(t)->borrowed = 0;                                             \
-		(t)->hard = heap_hard_flags();                                 \
+		(t)->hard = harden_flags();                                 \
 		p_;                                                            \
 	})
 
@@ -679,7 +679,7 @@ void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, siz
 		return fail_null(ENOMEM);
 	void *p = BORROW(t, h, heap_malloc(t, total));
 	if (p && total)
-		heap_zero_in(t, c->id, p, total); /* opens it for the moment if closed */
+		harden_zero_in(t, c->id, p, total); /* opens it for the moment if closed */
 	return p;
 }
 

@@ -360,7 +360,7 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	if (!q)
 		return NULL;
 	touch_begin(&x, t, b.owner, p, b.usable);
-	t_read(&x, p, q, copy);
+	touch_read(&x, p, q, copy);
 	touch_end(&x);
 	heap_free(t, p);
 	return q;

@@ -197,7 +197,7 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size,
 /* ---- alloc/harden.c ------------------------------------------------------ */
 void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n);
 void touch_end(struct touch *x);
-void t_fill(struct touch *x, void *p, int byte, size_t n);
+void touch_fill(struct touch *x, void *p, int byte, size_t n);
 _Noreturn __attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls);
 /* Hardening work on a slot being handed out (t->hard says some is on). */
 __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, void *p);
@@ -207,7 +207,7 @@ __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab *s, ui
 
 /* ---- the fast path's helpers -------------------------------------------- */
 
-static inline void t_read(struct touch *x, const void *p, void *buf, size_t n)
+static inline void touch_read(struct touch *x, const void *p, void *buf, size_t n)
 {
 	if (!x->indirect)
 		memcpy(buf, (const char *)p + x->delta, n);
@@ -269,7 +269,7 @@ static inline void canary_check_x(struct touch *x, const struct slab *s, void *p
 	if (x->skipped)
 		return;
 	uint64_t c;
-	t_read(x, (char *)p + classes[s->cls].size - canary_bytes, &c, sizeof c);
+	touch_read(x, (char *)p + classes[s->cls].size - canary_bytes, &c, sizeof c);
 	if (unlikely(c != s->canary))
 		canary_fatal(p, s->cls);
 }

@@ -231,7 +231,7 @@ static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
 	}
 	struct touch x;
 	touch_begin(&x, t, s->owner, (void *)s->base, len);
-	t_fill(&x, (void *)s->base, free_fill(), len);
+	touch_fill(&x, (void *)s->base, free_fill(), len);
 	touch_end(&x);
 }
 

@@ -168,7 +168,7 @@ struct tstate *tstate_slow(void)
 	slab_init_theap(&t->root_heap, t, &comp_root);
 	gather_init(&t->g);
 	rng_init(&t->rng);
-	t->hard = heap_hard_flags();
+	t->hard = harden_flags();
 	t->heap = &t->root_heap;
 	pkeys_thread_update(t);
 	t->tid = os_gettid();
@@ -200,7 +200,7 @@ static void tstate_unlink(struct tstate *t)
  * the counters into the global ones. */
 static void tstate_retire(struct tstate *t)
 {
-	heap_quarantine_drain(t);
+	harden_quarantine_drain(t);
 	revoke_flush(t, FR_THREAD_EXIT);
 	comp_thread_exit(t);
 	slab_abandon(t, &t->root_heap);
