@@ -132,7 +132,7 @@ LAYERS = {"src": 0, "arch": 0, "alloc": 1, "api": 2, "LD_PRELOAD": 3}
 ALLOC_LAYERS = [
     ("base", ["alloc.h", "owner.h", "owner.c", "meta.c", "policy.h", "policy.c", "pkeys.c",
               "gate.h", "gate.c", "sizeclass.c"]),
-    ("backing", ["backing.h", "secret.c", "alias.c"]),
+    ("backing", ["backing.h", "backing.c", "secret.c", "alias.c"]),
     ("pages", ["pages.c"]),
     ("uffd", ["uffd.c"]),
     ("revoke", ["revoke.h", "gather.c", "revoke.c", "grant.c"]),
