@@ -197,7 +197,7 @@ struct gather {
 	uint64_t free_pages;
 	uint32_t destroy_serial;          /* destroy_serial when the first run came */
 	uint16_t head[GATHER_BUCKETS];
-	/* grants (issue 11): pages the thread's next grant takes at once
+	/* grants: pages the thread's next grant takes at once
 	 * (grant_span_size), and the spans its last flushes revoked, to
 	 * count those granted back soon (regrants_soon) */
 	uint32_t span;
@@ -230,8 +230,8 @@ struct tstats {
 	uint64_t frees[NCLASSES + 1];
 	/* the counters of a large malloc and free and of every revocation
 	 * queued, here and not in g_stats: an atomic add there costs each of
-	 * them a locked instruction, and a cache line shared by every thread
-	 * (issue 11); stats_fill adds them to g_stats' own */
+	 * them a locked instruction, and a cache line shared by every thread;
+	 * stats_fill adds them to g_stats' own */
 	uint64_t revoke_queued, pages_queued, pages_cancelled;
 	uint64_t large_live_bytes; /* may wrap below zero per thread; summed */
 };

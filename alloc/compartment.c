@@ -69,7 +69,7 @@ static struct xpfo_compartment *comp_usable(const struct xpfo_compartment *c)
  * it.  Queued pages are the exception: the gather that holds them releases
  * them under heap_lock alone, and a late close must not reach a page that
  * has a new owner by then; a span holding any is protected at once, under
- * heap_lock, as every span used to be.
+ * heap_lock.
  *
  * A close that fails (mprotect: ENOMEM at vm.max_map_count, EPERM on a
  * sealed range) must not leave the pages readable.  Nothing can keep their

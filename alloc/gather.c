@@ -293,18 +293,8 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 		 (RF_CLASS_OF(flags) < 0 && !(r->flags & RF_WHOLE)))
 		owner_set_reclaimed(a, npages, owner);
 	/* else root's run keeps its pending entries until the caller writes
-	 * the slab's, or the head of a page run taken from a run queued whole
-	 * (its tails point at it already; one taken from any other queued run
-	 * got its placeholders just above, for owner_set_large_head): one
-	 * walk of its pages less, issue 11.  On
-	 * the mprotect backend root's pages are walked only by root_access,
-	 * in comp_enter/comp_leave of a STRICT compartment, by the process's
-	 * only thread (comp_enter counts the threads; one started while root
-	 * is closed stops at tstate_slow) right after it flushed its gather
-	 * (FR_SWITCH keeps nothing): so by this thread, never between here
-	 * and that setup.  uffd's pages_walk_live takes pending and live pages
-	 * alike.  The pages are not free and their aux is still root's: the
-	 * invariant beside struct segment (owner.h) holds. */
+	 * its own (one walk of its pages less); owner.h, beside struct
+	 * segment's invariant, says why no walk sees them meanwhile */
 	if (locked)
 		pthread_mutex_unlock(&c->lock);
 	if ((r->npages == npages && RF_CLASS_OF(r->flags) >= 0) || (r->flags & RF_CLEAN)) {
@@ -376,7 +366,7 @@ unsigned gather_take(struct gather *g, bool *careful, unsigned keep)
 	return n;
 }
 
-/* Keep hot runs (issue 11): a flush because the gather is full applies its
+/* Keep hot runs: a flush because the gather is full applies its
  * oldest runs and keeps the newest queued, at most a quarter of each bound:
  * those are the runs the thread is about to reuse, and revoke_cancel takes
  * them back without a syscall.  A kept run is not counted again: it counted
@@ -384,10 +374,10 @@ unsigned gather_take(struct gather *g, bool *careful, unsigned keep)
  * than the last `window` queued, so that flush applies it.  So a freed run
  * stays reachable by the thread that freed it (and by nobody else: its
  * owner never changed) for at most 1.25 batches (window + batch frees,
- * batch_pages / 4 + batch_pages pages).  Counting kept runs again (6481bbe)
- * made every batch after the first a quarter shorter: hash's full flushes
- * 6 -> 8 and its revoke calls 3,300 -> 4,300, for a bound of ~1 batch where
- * the window was full (bench/README.md).  Any other flush applies all. */
+ * batch_pages / 4 + batch_pages pages).  Counting kept runs again would
+ * make every batch after the first a quarter shorter (hash: a third more
+ * full flushes and revoke calls) for a bound of ~1 batch where the window
+ * is full.  Any other flush applies all. */
 unsigned gather_keep(const struct gather *g, enum flush_reason why)
 {
 	/* revoke=off keeps them too: it measures what revocation costs, so it

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 
-/* Grant spans (issue 11): a thread that needs pages takes a span of its
+/* Grant spans: a thread that needs pages takes a span of its
  * owner's free pages with one protection change, and the rest waits in the
  * gather as a spare its next runs and slabs take back without a syscall.
  * The span doubles at every grant, from GRANT_MIN up to GRANT_MAX pages,

@@ -193,8 +193,8 @@ static _Noreturn __attribute__((noinline, cold)) void free_freed(uintptr_t a, ui
 }
 
 /* heap_free's slot paths past the fast one, each called last (a tail
- * call): the fast path keeps no value across a call (it saved six
- * registers and made a frame for them, issue 11). */
+ * call): the fast path keeps no value across a call (it would save six
+ * registers and make a frame for them). */
 static __attribute__((noinline)) void free_slot_hard(struct tstate *t, struct slab *s, uint32_t i,
 						     void *p)
 {

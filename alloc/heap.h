@@ -11,7 +11,7 @@
  *
  * The fast path's helpers are static inline here (slab_take, slot_release,
  * canary_check, touch_direct): a small malloc/free pair is counted in
- * instructions (bench/pairs.sh, issue 11), and a call across files would
+ * instructions (bench/pairs.sh), and a call across files would
  * cost it a frame.
  */
 #ifndef XPFO_ALLOC_HEAP_H

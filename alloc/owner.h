@@ -63,7 +63,21 @@ struct page_entry {
  *     another compartment keeps its segment, so aux, not `owner`, is the
  *     page's owner)
  * so a page reaches a new owner only through the free map, which a page
- * joins only after its revocation was applied (I2). */
+ * joins only after its revocation was applied (I2).
+ *
+ * One shortcut keeps it: revoke_cancel (gather.c) taking back a run of
+ * root's (mprotect backend) leaves its entries pending until the caller
+ * writes the slab's, or the head of a page run taken from a run queued
+ * whole (its tails point at it already; one taken from any other queued
+ * run gets its placeholders there, for owner_set_large_head).  On the
+ * mprotect backend root's pages are walked only by root_access, in
+ * comp_enter/comp_leave of a STRICT compartment, by the process's only
+ * thread (comp_enter counts the threads; one started while root is closed
+ * stops at tstate_slow) right after it flushed its gather (FR_SWITCH keeps
+ * nothing): so by this thread, never between the cancel and the caller's
+ * write.  uffd's pages_walk_live takes pending and live pages alike.  The
+ * pages are not free and their aux is still root's, so the invariant
+ * holds. */
 struct segment {
 	uint16_t owner;      /* compartment id; 0 when unused */
 	uint8_t kind;        /* enum seg_kind */

@@ -377,7 +377,7 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
 	return r;
 }
 
-/* A span for a thread's grant (issue 11): the first free run of at least
+/* A span for a thread's grant: the first free run of at least
  * `unit` pages in c's segments of `tag`, taken whole up to `max` pages (a
  * multiple of unit), so one protection change opens what the thread's next
  * runs or slabs need; a new segment only when none has `unit` free pages. */

@@ -571,9 +571,8 @@ static void note_revoked(struct gather *g, const struct range *r, unsigned n)
  * whatever the total (one purge call each would double the syscalls), so
  * the bound is kept here: once the revoked pages left resident exceed
  * opt.retain, one thread purges them all, segment by segment, each run of
- * free neighbours in one call (issue 11: the default's 32 MiB bound was
- * never reached by a heap under 32 MiB, and half its extra RSS was these
- * pages). */
+ * free neighbours in one call (a 32 MiB bound is never reached by a heap
+ * under 32 MiB, and these pages were half of such a heap's extra RSS). */
 static uint64_t retained_bytes(void)
 {
 	uint64_t res = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED);
