@@ -120,17 +120,17 @@ struct xpfo_compartment {
 	uint8_t live;
 	uint8_t open;                     /* its pages are accessible (lock) */
 	uint8_t poisoned;                 /* a close failed: unusable (lock; read unlocked) */
-	uint8_t reserved;                 /* locked: takes segments only from its reservation (heap_lock) */
-	uint8_t rsv_warned;               /* its reservation ran out once (heap_lock) */
+	uint8_t reserved;                 /* locked: takes segments only from its reservation (pages_lock) */
+	uint8_t rsv_warned;               /* its reservation ran out once (pages_lock) */
 	unsigned flags;                   /* XPFO_COMPARTMENT_* */
 	char name[48];
 	pthread_mutex_t lock;             /* open/close against grants */
 	int inside;                       /* threads inside (lock) */
 	uint32_t epoch;                   /* changes at destroy */
 	uint32_t access_gen;              /* changes at every open and close */
-	struct segment *segs;             /* segments it carves runs from (heap_lock) */
-	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (heap_lock) */
-	uint32_t spare_pages;             /* of empty abandoned slabs (heap_lock) */
+	struct segment *segs;             /* segments it carves runs from (pages_lock) */
+	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (pages_lock) */
+	uint32_t spare_pages;             /* of empty abandoned slabs (pages_lock) */
 	uint32_t xsegs[COMP_XSEGS];       /* other segments holding runs transferred to it */
 	unsigned nxsegs;                  /* > COMP_XSEGS: walk every segment */
 	struct xpfo_compartment *next_free;
@@ -259,10 +259,10 @@ struct tstate {
 	struct { uintptr_t addr; uint32_t npages, open, open_head; bool runs_open; } take;
 };
 
-/* ---- globals: heap_lock (pages.c), the compartment table (owner.c), the
+/* ---- globals: pages_lock (pages.c), the compartment table (owner.c), the
  * thread's state (meta.c; made by api/init.c's tstate_slow), the flushes
  * against destroys (gather.c) ----------------------------------------------- */
-extern pthread_mutex_t heap_lock;
+extern pthread_mutex_t pages_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
 extern int xpfo_ready;
@@ -278,10 +278,10 @@ bool meta_pool_owns(const void *p);  /* in its pool (thread states, compartments
 int meta_tag(int key);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
 void meta_free(void *p, size_t size);
-struct slab *slab_meta_new(void);        /* heap_lock held */
-void slab_meta_free(struct slab *s);     /* heap_lock held */
+struct slab *slab_meta_new(void);        /* pages_lock held */
+void slab_meta_free(struct slab *s);     /* pages_lock held */
 
-/* ---- alloc/pages.c: segments and page runs (heap_lock inside) ---------- */
+/* ---- alloc/pages.c: segments and page runs (pages_lock inside) ---------- */
 /* A run of npages pages (aligned to align_pages) for owner, taken from the
  * allocator: its pages are PG_FREE and revoked on return, marked as
  * placeholders (PG_TAIL) until the caller sets the entries.  *clean says
@@ -308,7 +308,7 @@ size_t pages_take_after(uintptr_t addr, size_t npages, size_t min_npages, size_t
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
 /* Fork child whose heap could not be registered again: every free page
- * and unused segment gets PROT_NONE (single-threaded: under heap_lock). */
+ * and unused segment gets PROT_NONE (single-threaded: under pages_lock). */
 void pages_protect_free(void);
 /* Every live span of the heap, any owner (alloc/uffd.c fills them when it arms). */
 void pages_walk_live(void (*fn)(uintptr_t, size_t, bool, void *), void *arg);
@@ -332,24 +332,24 @@ bool uffd_filling(void);                /* armed: grants map their missing pages
 /* A SIGBUS at heap address a from a thread in compartment `mine`: 1 when
  * the page was one it may use and it is filled, 0 for a violation. */
 int uffd_fault(uintptr_t a, uint16_t mine);
-/* Purge s's retained free pages (heap_lock held); handover: s changes
+/* Purge s's retained free pages (pages_lock held); handover: s changes
  * hands, and a page whose purge fails is quarantined. */
 void seg_purge_retained(struct segment *s, bool handover);
-void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
-void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
+void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* pages_lock held */
+void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* pages_lock held */
 /* Purge segments idx[0..n) and return them to the unused pool, or to
  * their compartment's reservation (sorts idx). */
 void segs_release(size_t *idx, size_t n);
 /* xpfo_lock_thread: the segments c holds and n unused ones become c's for
  * good: no other owner takes them, c takes no other (ENOMEM when none is
- * left).  Once per compartment; 0 or ENOMEM (heap_lock inside). */
+ * left).  Once per compartment; 0 or ENOMEM (pages_lock inside). */
 int pages_reserve(struct xpfo_compartment *c, size_t n);
-/* c destroyed: its reserved segments go back to the pool (heap_lock inside). */
+/* c destroyed: its reserved segments go back to the pool (pages_lock inside). */
 void pages_unreserve(struct xpfo_compartment *c);
 /* Segment i is reserved for compartment id (the executor's copy). */
 bool pages_reserved_for(size_t i, uint16_t id);
 /* Add segment i to rel[0..*nrel) (SEGS_QUEUE_MAX entries) for a later
- * segs_release; a full buffer is released first (heap_lock held, dropped
+ * segs_release; a full buffer is released first (pages_lock held, dropped
  * meanwhile), so no segment is ever left out. */
 #define SEGS_QUEUE_MAX 64
 void segs_queue(size_t *rel, size_t *nrel, size_t i);

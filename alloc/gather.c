@@ -337,7 +337,7 @@ static void sort_ranges(struct range *r, unsigned n)
 /* Decide what the flush covers: the gather's live runs, sorted, emptied
  * from the gather.  A compartment destroyed since the first run was queued
  * may have given its segments to someone else: runs of segments that
- * changed hands are dropped, and *careful says heap_lock is then held
+ * changed hands are dropped, and *careful says pages_lock is then held
  * across the protection changes so none can change hands meanwhile. */
 unsigned gather_take(struct gather *g, bool *careful, unsigned keep)
 {
@@ -355,7 +355,7 @@ unsigned gather_take(struct gather *g, bool *careful, unsigned keep)
 		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
 	gather_init(g);
 	if (*careful) {
-		pthread_mutex_lock(&heap_lock);
+		pthread_mutex_lock(&pages_lock);
 		unsigned m = 0;
 		for (unsigned i = 0; i < n; i++)
 			if (r[i].gen == seg_of(r[i].addr)->gen)

@@ -366,16 +366,16 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	return q;
 }
 
-/* Debug: check the page tables against each other (heap_lock held inside). */
+/* Debug: check the page tables against each other (pages_lock held inside). */
 void heap_walk_check(void)
 {
 	if (!debug_walks)
 		return;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	owner_check();
 	for (size_t i = 0; i < heap_nsegs; i++)
 		if (seg_table[i].kind == SEG_PAGES_K && !seg_table[i].releasing &&
 		    !comp_table[seg_table[i].owner])
 			xpfo_fatal("invariant: segment %u has no owner", (unsigned long)i);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 }

@@ -301,7 +301,7 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 
 static inline void slot_release(struct tstate *t, struct slab *s, uint32_t i)
 {
-	/* abandon_slab and adopt store s->heap atomically (heap_lock) */
+	/* abandon_slab and adopt store s->heap atomically (pages_lock) */
 	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) == t->heap)
 		slot_release_local(t, t->heap, s, i);
 	else

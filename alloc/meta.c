@@ -49,7 +49,7 @@ static void big_pages(const void *p, size_t size, uintptr_t *lo, uintptr_t *hi)
 }
 static struct big_free *pool_big;
 
-static size_t slab_next;     /* ids handed out so far (heap_lock) */
+static size_t slab_next;     /* ids handed out so far (pages_lock) */
 static struct slab *slab_freelist;
 
 static char *meta_parts[3];

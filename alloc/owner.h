@@ -54,7 +54,7 @@ struct page_entry {
 /* One per 4 MiB of the reservation; lives in the metadata region.
  *
  * Invariant of a carved segment (kind SEG_PAGES_K, not releasing), checked
- * by owner_check() in debug builds, heap_lock held:
+ * by owner_check() in debug builds, pages_lock held:
  *     free_pages == popcount(free_map) == #{p : PG_TYPE(ent[p].page) == PG_FREE}
  *     clean_map  is a subset of free_map (a clean page is a free one)
  *     PG_FREE page: inaccessible; aux = flush serial of its revocation
@@ -98,7 +98,7 @@ struct segment {
 	uint64_t open_map[SEG_WORDS];
 	/* owner.c only: the pages whose words were written since the carve
 	 * are below this one (every page is taken before it is written:
-	 * owner_set_taken, heap_lock held) */
+	 * owner_set_taken, pages_lock held) */
 	uint32_t ents_hwm;
 	struct page_entry ent[SEG_PAGES]; /* owner.c only: see the invariant */
 };
@@ -144,7 +144,7 @@ struct blk {
  * interior pointer, not in the heap, or nothing; b says which block. */
 enum blk_status owner_lookup(uintptr_t a, struct blk *b);
 
-/* ---- the setters (heap_lock held, or pages the caller alone holds) ------ */
+/* ---- the setters (pages_lock held, or pages the caller alone holds) ------ */
 /* A live page run of npages for owner (its head says how long it is). */
 void owner_set_large(uintptr_t addr, size_t npages, uint16_t owner);
 /* The same for a run whose pages already point back at addr with owner's
@@ -224,7 +224,7 @@ enum owner_snap {
  * tables as they are (alloc/executor.c reads its copy taken at the lock). */
 enum owner_snap owner_snapshot(size_t i, uint16_t id);
 
-/* Debug: the invariant above for every carved segment (heap_lock held). */
+/* Debug: the invariant above for every carved segment (pages_lock held). */
 void owner_check(void);
 
 #endif

@@ -10,7 +10,7 @@
  * pages_release().  A segment goes back to the unused pool only when all its
  * pages are free, and is purged first, so a new owner gets fresh frames.
  *
- * Everything here runs under heap_lock; syscalls (purges) run outside it.
+ * Everything here runs under pages_lock; syscalls (purges) run outside it.
  */
 #include "alloc.h"
 #include "owner.h"
@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <string.h>
 
-pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *seg_used_map; /* bit set: segment in use (or being released) */
 /* bit set: the segment was taken once, so its descriptor (8.5 KiB of the
  * segment table) is resident for good; seg_seen counts them */
@@ -352,7 +352,7 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
 {
 	tag++; /* stored as class + 1: 0 means never carved */
 	uintptr_t r = 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	struct segment *s;
 	size_t i = SEG_PAGES;
 	for (s = c->segs; s; s = s->next) {
@@ -373,7 +373,7 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
 		*clean = seg_take_pages(s, i, npages, c->id);
 		r = seg_addr(s) + (i << PAGE_SHIFT);
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	return r;
 }
 
@@ -385,7 +385,7 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 			   bool guarded, size_t *got, bool *clean)
 {
 	uintptr_t r = 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	struct segment *s;
 	size_t i = SEG_PAGES, n = unit;
 	for (s = c->segs; s; s = s->next) {
@@ -414,7 +414,7 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 			tl_state->take.runs_open = true;
 		r = seg_addr(s) + (i << PAGE_SHIFT);
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	*got = n;
 	return r;
 }
@@ -423,7 +423,7 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 {
 	size_t n = align_up(npages << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT;
 	size_t a = align > SEG_SIZE ? align >> SEG_SHIFT : 1;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	struct segment *s = segs_take(c, n, a, TAG_LARGE + 1);
 	if (s) {
 		for (size_t k = 0; k < n; k++) {
@@ -438,12 +438,12 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 		stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, (int64_t)npages);
 		stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)npages);
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	*clean = true;
 	return s ? seg_addr(s) : 0;
 }
 
-/* Mark pages [i, i+n) of a carved segment clean (heap_lock held). */
+/* Mark pages [i, i+n) of a carved segment clean (pages_lock held). */
 static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 {
 	size_t was = bit_count(s->clean_map, i, n);
@@ -475,7 +475,7 @@ void segs_release(size_t *idx, size_t n)
 			stat_inc(purges);
 			stat_add(pages_purged, (j - k) * SEG_PAGES);
 		}
-		pthread_mutex_lock(&heap_lock);
+		pthread_mutex_lock(&pages_lock);
 		for (size_t m = k; m < j; m++) {
 			/* kept out: marked quarantined (2), so that a lookup reads
 			 * a freed block, not a live one with no owner */
@@ -491,7 +491,7 @@ void segs_release(size_t *idx, size_t n)
 				stat_sub(segments, 1);
 			}
 		}
-		pthread_mutex_unlock(&heap_lock);
+		pthread_mutex_unlock(&pages_lock);
 		if (e) /* the entries stay as they were: `releasing` says quarantined */
 			policy_failed("purge (released segments)", e,
 				      heap_base + (idx[k] << SEG_SHIFT), (j - k) * SEG_PAGES);
@@ -499,13 +499,13 @@ void segs_release(size_t *idx, size_t n)
 	}
 }
 
-/* A full queue is released with heap_lock dropped (syscalls after the lock). */
+/* A full queue is released with pages_lock dropped (syscalls after the lock). */
 static void segs_drain(size_t *rel, size_t *nrel)
 {
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	segs_release(rel, *nrel);
 	*nrel = 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 }
 
 void segs_queue(size_t *rel, size_t *nrel, size_t i)
@@ -520,7 +520,7 @@ void pages_release(const struct range *r, unsigned n)
 	size_t rel[SEGS_QUEUE_MAX];
 	size_t nrel = 0;
 	uint32_t serial = (uint32_t)flush_serial();
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	for (unsigned k = 0; k < n; k++) {
 		struct segment *s = seg_of(r[k].addr);
 		if (s->gen != r[k].gen)
@@ -561,7 +561,7 @@ void pages_release(const struct range *r, unsigned n)
 			segs_queue(rel, &nrel, seg_index(s));
 		}
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	if (nrel)
 		segs_release(rel, nrel);
 }
@@ -588,12 +588,12 @@ size_t pages_take_after(uintptr_t addr, size_t npages, size_t min_npages, size_t
 		max_npages = SEG_PAGES - i;
 	if (s->kind != SEG_PAGES_K || min_npages > max_npages)
 		return 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	size_t new_npages = bit_next(s->free_map, i + npages, i + max_npages, false) - i;
 	bool ok = new_npages >= min_npages;
 	size_t extra = new_npages - npages;
 	bool fresh = ok && (seg_take_pages(s, i + npages, extra, owner) || owner == s->owner);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	if (!ok)
 		return 0;
 	*r = (struct range){ more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
@@ -610,7 +610,7 @@ size_t pages_take_after(uintptr_t addr, size_t npages, size_t min_npages, size_t
 }
 
 /* Pages [p, q) of s could not be purged while s changes hands: they hold
- * the old owner's bytes, so they leave the free map for good (heap_lock
+ * the old owner's bytes, so they leave the free map for good (pages_lock
  * held). */
 static void seg_quarantine_free(struct segment *s, size_t p, size_t q, int err)
 {
@@ -633,7 +633,7 @@ static void purge_failed(uintptr_t addr, size_t npages, int err)
 }
 
 /* Purge the retained (free, not clean) pages of carved segment s, under
- * heap_lock: a page taken by another thread right after an unlock could be
+ * pages_lock: a page taken by another thread right after an unlock could be
  * zeroed under its new owner.  With `handover` s is about to change hands:
  * a page that cannot be purged is quarantined, never handed over. */
 void seg_purge_retained(struct segment *s, bool handover)
@@ -669,12 +669,12 @@ void pages_purge_all(void)
 			i |= 63;
 			continue;
 		}
-		pthread_mutex_lock(&heap_lock);
+		pthread_mutex_lock(&pages_lock);
 		struct segment *s = &seg_table[i];
 		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing &&
 		    (!only || s->rsv == only))
 			seg_purge_retained(s, false);
-		pthread_mutex_unlock(&heap_lock);
+		pthread_mutex_unlock(&pages_lock);
 	}
 }
 
@@ -720,7 +720,7 @@ static void rsv_claim_held(struct xpfo_compartment *c)
 int pages_reserve(struct xpfo_compartment *c, size_t n)
 {
 	int e = 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	if (!c->reserved) {
 		size_t i = n <= heap_nsegs ? segs_find(0, n, 1, 0, false) : heap_nsegs;
 		if (i == heap_nsegs) {
@@ -736,13 +736,13 @@ int pages_reserve(struct xpfo_compartment *c, size_t n)
 			c->reserved = 1;
 		}
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	return e;
 }
 
 void pages_unreserve(struct xpfo_compartment *c)
 {
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	for (size_t i = 0; c->reserved && i < heap_nsegs; i++) {
 		i = bit_next(seg_used_map, i, heap_nsegs, true);
 		if (i == heap_nsegs || seg_table[i].rsv != c->id)
@@ -755,7 +755,7 @@ void pages_unreserve(struct xpfo_compartment *c)
 	}
 	c->reserved = 0;
 	c->rsv_warned = 0;
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 }
 
 bool pages_reserved_for(size_t i, uint16_t id)
@@ -773,7 +773,7 @@ static void protect_or_warn(uintptr_t a, size_t len)
 
 void pages_protect_free(void)
 {
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	size_t unused_from = heap_nsegs;
 	for (size_t i = 0; i <= heap_nsegs; i++) {
 		bool unused = i < heap_nsegs && seg_table[i].kind == SEG_UNUSED;
@@ -794,5 +794,5 @@ void pages_protect_free(void)
 			p = bit_next(s->free_map, q, SEG_PAGES, true);
 		}
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 }

@@ -23,7 +23,7 @@
  * flushes it.  The flush is two steps, like tlb_flush_mmu: gather_protect
  * takes access away (mprotect or pkey_mprotect to none, purge), then
  * gather_release hands the pages back (pages_release).  What to flush is
- * decided first (gather_take); heap_lock is held across the protection
+ * decided first (gather_take); pages_lock is held across the protection
  * changes only when a compartment was destroyed meanwhile (its segments must
  * not change hands under the flush).  They also bound how long a freed page stays
  * reachable by the thread that freed it: until its gather is applied.
@@ -518,7 +518,7 @@ static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 static void gather_untake(bool careful, unsigned n)
 {
 	if (careful)
-		pthread_mutex_unlock(&heap_lock);
+		pthread_mutex_unlock(&pages_lock);
 	else
 		__atomic_sub_fetch(&fast_flushes_inflight, 1, __ATOMIC_RELEASE);
 	if (n)

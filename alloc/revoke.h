@@ -29,7 +29,7 @@ static inline uintptr_t range_end(const struct range *r) { return r->addr + ((ui
 /* ---- gather.c: a flush's view of the queue -------------------------------- */
 /* Decide what the flush covers: the gather's live runs but its `keep`
  * newest, sorted and emptied from the gather (returns how many, in g->r).
- * *careful: heap_lock is held across the protection changes (the flush
+ * *careful: pages_lock is held across the protection changes (the flush
  * lets it go); else fast_flushes_inflight counts the flush until then. */
 unsigned gather_take(struct gather *g, bool *careful, unsigned keep);
 /* How many of the newest runs a flush for `why` keeps queued, and putting

@@ -8,7 +8,7 @@
  * registers the fork handlers and the thread-exit key, which may allocate.
  *
  * Lock order: the compartment locks (compartment.c: comp_lock, pkeys' lock,
- * each compartment's lock), then threads_lock, then heap_lock, then the
+ * each compartment's lock), then threads_lock, then pages_lock, then the
  * stats' merge lock, then the metadata pool's lock.  The fork handlers take
  * them all in that order: the child runs the other threads' exit work
  * (their gathers, leaving their compartments), which needs every one.
@@ -242,7 +242,7 @@ static void fork_prepare(void)
 	XPFO_ENTRY;
 	comp_fork_lock();
 	pthread_mutex_lock(&threads_lock);
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	stats_fork_lock(true);
 	meta_lock_all();
 }
@@ -251,7 +251,7 @@ static void fork_unlock(bool child)
 {
 	meta_unlock_all();
 	stats_fork_lock(false);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	pthread_mutex_unlock(&threads_lock);
 	comp_fork_unlock(child);
 }
