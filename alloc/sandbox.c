@@ -19,7 +19,7 @@
  * key_root (comp_plain_rekey) and the locked thread's rights close it: the
  * other threads, those started later included, keep root, and the locked
  * thread cannot reopen it (its register is written only by xpfo's gate,
- * which checks it against the table below; the scan refuses other
+ * which checks it against the gate's table, gate.c; the scan refuses other
  * writers).
  */
 #include "alloc.h"
