@@ -67,6 +67,53 @@ static int os_result(bool failed, int saved)
 	return e;
 }
 
+/* size bytes of PROT_NONE address space exactly at a (no replacing of what
+ * is there: MAP_FIXED_NOREPLACE, and a kernel older than 4.17, which takes
+ * it for a hint, is checked too): 0 or the errno. */
+static int reserve_at(uintptr_t a, size_t size)
+{
+	stat_inc(mmap_syscalls);
+	char *p = mmap((void *)a, size, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	if ((uintptr_t)p == a)
+		return 0;
+	stat_inc(munmap_syscalls);
+	return munmap(p, size) ? errno : EEXIST;
+}
+
+/* Aligned without mapping size + align for a moment (which an address-space
+ * limit near 2 x size refuses): map size anywhere, then take the aligned
+ * places at or around it, the one below first (the kernel places mappings
+ * top-down, so the gap it chose goes on below). */
+static int reserve_tight(size_t size, size_t align, void **out)
+{
+	stat_inc(mmap_syscalls);
+	char *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	uintptr_t down = (uintptr_t)p & ~(uintptr_t)(align - 1);
+	if (down == (uintptr_t)p) {
+		*out = p;
+		return 0;
+	}
+	stat_inc(munmap_syscalls);
+	if (munmap(p, size))
+		return errno;
+	uintptr_t at[2] = { down, down + align };
+	int e = ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		if (!at[i] || at[i] + size < at[i])
+			continue;
+		if (!(e = reserve_at(at[i], size))) {
+			*out = (void *)at[i];
+			return 0;
+		}
+	}
+	return e == EEXIST ? ENOMEM : e;
+}
+
 int os_reserve(size_t size, size_t align, void **out)
 {
 	int e = injected(OS_OP_RESERVE);
@@ -79,6 +126,8 @@ int os_reserve(size_t size, size_t align, void **out)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED) {
 		e = errno;
+		if (e == ENOMEM && align > 4096)
+			e = reserve_tight(size, align, out);
 		errno = saved;
 		return e;
 	}
