@@ -11,7 +11,8 @@ FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=undefined -pthread -D_GNU_SOURCE -fvisibility=hidden \
 	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_srcdir)/alloc -I$(top_srcdir)/api \
 	-I$(top_srcdir)/arch -I$(top_srcdir)/tests/fuzz
-fuzz_lib_sources = $(addprefix $(top_srcdir)/,$(filter %.c,$(filter-out LD_PRELOAD/override.c,$(libxpfo_la_SOURCES))))
+fuzz_lib_sources = $(addprefix $(top_srcdir)/,$(filter %.c,$(filter-out LD_PRELOAD/override.c \
+	api/prefixed.c,$(libxpfo_la_SOURCES)) api/prefixed.c))
 fuzz_bins = $(addprefix tests/fuzz/fuzz-,$(FUZZ_TARGETS))
 
 tests/fuzz/fuzz-%: $(top_srcdir)/tests/fuzz/%.c $(top_srcdir)/tests/fuzz/fuzz.h $(fuzz_lib_sources) config.h
