@@ -347,6 +347,14 @@ static bool seg_take_pages(struct segment *s, size_t i, size_t n, uint16_t owner
 	return clean == n;
 }
 
+/* Can carved segment s take pages of tag?  Its own tag's only (class
+ * isolation), but any in a small heap, whose few segments could not hold
+ * a class each. */
+static bool seg_serves(const struct segment *s, unsigned tag)
+{
+	return s->kind == SEG_PAGES_K && (s->tag == tag || heap_nsegs < SMALL_HEAP_SEGS);
+}
+
 uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, unsigned tag,
 		      bool *clean)
 {
@@ -356,7 +364,7 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
 	struct segment *s;
 	size_t i = SEG_PAGES;
 	for (s = c->segs; s; s = s->next) {
-		if (s->kind != SEG_PAGES_K || s->free_pages < npages || s->tag != tag)
+		if (!seg_serves(s, tag) || s->free_pages < npages)
 			continue;
 		i = bit_find_run(s->free_map, SEG_PAGES, npages, align_pages);
 		if (i < SEG_PAGES)
@@ -389,7 +397,7 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 	struct segment *s;
 	size_t i = SEG_PAGES, n = unit;
 	for (s = c->segs; s; s = s->next) {
-		if (s->kind != SEG_PAGES_K || s->free_pages < unit || s->tag != tag + 1)
+		if (!seg_serves(s, tag + 1) || s->free_pages < unit)
 			continue;
 		i = bit_find_run(s->free_map, SEG_PAGES, unit, 1);
 		if (i < SEG_PAGES)

@@ -41,48 +41,77 @@ static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
 
-/* The smallest heap tried when the asked one does not fit: 256 segments. */
-#define MIN_RESERVE ((size_t)1 << 30)
+/* The smallest heap tried when the asked one does not fit: 4 segments,
+ * which with its metadata takes about 24 MiB of address space (a program
+ * under `ulimit -v` of 64 MiB more than it needs itself runs).  Below
+ * SMALL_RESERVE (1 GiB, the smallest heap before there was this fallback)
+ * the heap may run out where the program would not, and its size classes
+ * share segments (base.h): a warning says the size. */
+#define MIN_RESERVE ((size_t)SEG_SIZE << 2)
+#define SMALL_RESERVE ((size_t)SMALL_HEAP_SEGS << SEG_SHIFT)
+
+/* size in GiB, or in MiB below 1 GiB: *unit says which */
+static unsigned long size_in_units(size_t size, const char **unit)
+{
+	bool gib = size >= ((size_t)1 << 30);
+	*unit = gib ? "GiB" : "MiB";
+	return (unsigned long)(size >> (gib ? 30 : 20));
+}
+
+/* Reserve the heap (size bytes, aligned to itself) and the metadata sized
+ * for it: 0 or the errno; *meta: the metadata's failure. */
+static int heap_try(size_t size, bool *meta)
+{
+	void *base;
+	int e = os_reserve(size, size, &base);
+	*meta = false;
+	if (e)
+		return e;
+	heap_base = (uintptr_t)base;
+	heap_end = heap_base + size;
+	heap_nsegs = size >> SEG_SHIFT;
+	if (!(e = meta_init()))
+		return 0;
+	*meta = true;
+	os_unmap(base, size);
+	return e;
+}
+
+/* Say how big the heap is when the asked size did not fit: a warning when
+ * reserve= was given or the heap is small, else only with verbose=1. */
+static void heap_report(size_t want, size_t size)
+{
+	const char *wu, *su;
+	unsigned long w = size_in_units(want, &wu), v = size_in_units(size, &su);
+	if (opt.reserve_given || size < SMALL_RESERVE)
+		xpfo_warn("%s: %u %s did not fit in the address space (ulimit -v?), the heap is %u %s",
+			  opt.reserve_given ? "option reserve" : "heap", w, wu, v, su);
+	else
+		xpfo_verbose("%u %s did not fit in the address space (ulimit -v?): the heap is %u %s",
+			     w, wu, v, su);
+}
 
 /* Reserve the heap and the metadata sized for it.  Under an address-space
  * limit (ulimit -v) the asked size may not fit: halve it (a power of two,
  * aligned to itself, as the seccomp rules need) down to MIN_RESERVE, and
- * say so: quietly (verbose) for the default, a warning for an asked size. */
+ * say so (heap_report). */
 static void heap_reserve(void)
 {
 	size_t want = (size_t)opt.reserve_gib << 30, size = want;
 	int e = 0;
 	bool meta = false; /* the last failure was the metadata's */
-	for (; size >= MIN_RESERVE; size /= 2) {
-		void *base;
-		if ((e = os_reserve(size, size, &base))) {
-			meta = false;
-		} else {
-			heap_base = (uintptr_t)base;
-			heap_end = heap_base + size;
-			heap_nsegs = size >> SEG_SHIFT;
-			if (!(e = meta_init()))
-				break;
-			meta = true;
-			os_unmap(base, size);
-		}
-		if (e != ENOMEM)
+	for (; size >= MIN_RESERVE; size /= 2)
+		if (!(e = heap_try(size, &meta)) || e != ENOMEM)
 			break;
-	}
-	if (e && meta)
+	if (e && meta && e != ENOMEM)
 		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
+	const char *mu;
+	unsigned long m = size_in_units(MIN_RESERVE, &mu);
 	if (e)
-		xpfo_fatal("cannot reserve %u GiB for the heap, nor any power of two down to %u GiB "
-			   "(errno %d)", (unsigned long)opt.reserve_gib,
-			   (unsigned long)(MIN_RESERVE >> 30), (long)e);
-	if (size == want)
-		return;
-	if (opt.reserve_given)
-		xpfo_warn("option reserve: %u GiB did not fit in the address space, the heap is %u GiB",
-			  (unsigned long)opt.reserve_gib, (unsigned long)(size >> 30));
-	else
-		xpfo_verbose("%u GiB did not fit in the address space (ulimit -v?): the heap is %u GiB",
-			     (unsigned long)opt.reserve_gib, (unsigned long)(size >> 30));
+		xpfo_fatal("cannot reserve %u GiB for the heap, nor any power of two down to %u %s "
+			   "(errno %d)", (unsigned long)opt.reserve_gib, m, mu, (long)e);
+	if (size != want)
+		heap_report(want, size);
 }
 
 static void init_core(void)
@@ -125,8 +154,10 @@ static void init_core(void)
 	g_stats.vma_budget = opt.max_vmas ? opt.max_vmas : vma_limit / 2;
 	if (opt.seal && os_protect(&xpfo_sealed, sizeof xpfo_sealed, OS_READ))
 		xpfo_warn("could not seal the global table read-only");
-	xpfo_verbose("heap %p..%p (%u GiB), backend %s, revoke=%s batch=%u, vm.max_map_count %u",
-		     (void *)heap_base, (void *)heap_end, (unsigned long)((heap_end - heap_base) >> 30),
+	const char *hu;
+	unsigned long hv = size_in_units(heap_end - heap_base, &hu);
+	xpfo_verbose("heap %p..%p (%u %s), backend %s, revoke=%s batch=%u, vm.max_map_count %u",
+		     (void *)heap_base, (void *)heap_end, hv, hu,
 		     pkeys_on ? "pkeys" : "mprotect", opt.revoke == REVOKE_BATCHED ? "batched"
 		     : opt.revoke == REVOKE_EAGER ? "eager" : "off",
 		     (unsigned long)opt.batch, vma_limit);

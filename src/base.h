@@ -53,6 +53,10 @@ static const bool debug_walks = XPFO_DEBUG >= 2;
 #define SLAB_MAX_SLOTS 256
 #define SLAB_WORDS (SLAB_MAX_SLOTS / 64)
 #define MAX_COMPARTMENTS 4096
+/* A heap of fewer segments (1 GiB; an address-space limit made it so:
+ * api/init.c) cannot give each size class segments of its own: its
+ * classes share segments (alloc/pages.c seg_serves). */
+#define SMALL_HEAP_SEGS 256
 
 _Static_assert(NCLASSES <= XPFO_STATS_CLASSES, "stats arrays too small");
 _Static_assert(SEG_PAGES % 64 == 0, "segment bitmaps are whole words");

@@ -276,8 +276,10 @@ int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, bool re
 	if (e && fd >= 0)
 		close(fd);
 	errno = saved;
-	if (!e)
-		*out = fd;
+	if (!e) { /* kept: moved high, else low (the program asked for the view) */
+		int high = os_fd_high(fd);
+		*out = high >= 0 ? high : fd;
+	}
 	return e;
 }
 

@@ -93,8 +93,9 @@ static const struct opt_desc table[] = {
 	 * 2^46 aligned (mapping size + align for a moment) cannot be placed in
 	 * x86-64's 47-bit user address space */
 	{ "reserve", T_UINT, OFF(reserve_gib), 1, 32768, NULL,
-	  "GiB of address space reserved for the heap (a power of two); a smaller one is "
-	  "taken (with a warning) when it does not fit, as under ulimit -v" },
+	  "GiB of address space reserved for the heap (a power of two); a smaller one, down "
+	  "to 16 MiB, is taken when it does not fit, as under ulimit -v (a warning when "
+	  "given or under 1 GiB)" },
 	{ "stats", T_ENUM, OFF(stats), 0, 2, stats_names,
 	  "print statistics to stderr at exit: 1 as text, json as one JSON object" },
 	{ "verbose", T_BOOL, OFF(verbose), 0, 1, NULL, "print what xpfo decides at start" },

@@ -14,6 +14,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -67,6 +68,53 @@ static int os_result(bool failed, int saved)
 	return e;
 }
 
+/* size bytes of PROT_NONE address space exactly at a (no replacing of what
+ * is there: MAP_FIXED_NOREPLACE, and a kernel older than 4.17, which takes
+ * it for a hint, is checked too): 0 or the errno. */
+static int reserve_at(uintptr_t a, size_t size)
+{
+	stat_inc(mmap_syscalls);
+	char *p = mmap((void *)a, size, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	if ((uintptr_t)p == a)
+		return 0;
+	stat_inc(munmap_syscalls);
+	return munmap(p, size) ? errno : EEXIST;
+}
+
+/* Aligned without mapping size + align for a moment (which an address-space
+ * limit near 2 x size refuses): map size anywhere, then take the aligned
+ * places at or around it, the one below first (the kernel places mappings
+ * top-down, so the gap it chose goes on below). */
+static int reserve_tight(size_t size, size_t align, void **out)
+{
+	stat_inc(mmap_syscalls);
+	char *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	uintptr_t down = (uintptr_t)p & ~(uintptr_t)(align - 1);
+	if (down == (uintptr_t)p) {
+		*out = p;
+		return 0;
+	}
+	stat_inc(munmap_syscalls);
+	if (munmap(p, size))
+		return errno;
+	uintptr_t at[2] = { down, down + align };
+	int e = ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		if (!at[i] || at[i] + size < at[i])
+			continue;
+		if (!(e = reserve_at(at[i], size))) {
+			*out = (void *)at[i];
+			return 0;
+		}
+	}
+	return e == EEXIST ? ENOMEM : e;
+}
+
 int os_reserve(size_t size, size_t align, void **out)
 {
 	int e = injected(OS_OP_RESERVE);
@@ -79,6 +127,8 @@ int os_reserve(size_t size, size_t align, void **out)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED) {
 		e = errno;
+		if (e == ENOMEM && align > 4096)
+			e = reserve_tight(size, align, out);
 		errno = saved;
 		return e;
 	}
@@ -298,6 +348,12 @@ static int mem_open(void)
 		return fd == -2 ? -1 : fd;
 	int saved = errno;
 	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) { /* no room above the program's: the callers move pages instead */
+		int high = os_fd_high(fd);
+		if (high < 0)
+			os_fd_close(fd);
+		fd = high < 0 ? -1 : high;
+	}
 	errno = saved;
 	int expect = -2;
 	if (!__atomic_compare_exchange_n(&mem_fd, &expect, fd, false, __ATOMIC_ACQ_REL,
@@ -617,12 +673,73 @@ long os_read_file(const char *path, char *buf, size_t n)
 	return (long)got;
 }
 
+/* ---- xpfo's own descriptors -------------------------------------------
+ * The descriptors xpfo keeps open (the userfaultfd, /proc/self/mem, the
+ * memfds behind alias views, the copy of stderr for the exit statistics)
+ * live in one range at the top of the descriptor table: the FD_SPAN numbers
+ * below min(RLIMIT_NOFILE, FD_TOP), never the lowest free numbers that the
+ * program's next open gets.  The range is fixed by the first call that
+ * finds room (os_fd_range).  Under FD_LIMIT_MIN descriptors there is no
+ * room that is not the program's: EMFILE, and the caller does without (or
+ * keeps the low one where the program asked for it: xpfo_share_fd). */
+#define FD_SPAN 32
+#define FD_TOP 1024      /* higher numbers grow the kernel's descriptor table */
+#define FD_LIMIT_MIN 64
+static int fd_lo = -1;
+
+int os_fd_range(int *lo, int *hi)
+{
+	int l = __atomic_load_n(&fd_lo, __ATOMIC_ACQUIRE);
+	if (l < 0) {
+		int saved = errno;
+		struct rlimit r;
+		int bad = getrlimit(RLIMIT_NOFILE, &r);
+		errno = saved;
+		if (bad || r.rlim_cur < FD_LIMIT_MIN)
+			return EMFILE;
+		int top = r.rlim_cur < FD_TOP ? (int)r.rlim_cur : FD_TOP;
+		int expect = -1;
+		l = top - FD_SPAN;
+		if (!__atomic_compare_exchange_n(&fd_lo, &expect, l, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			l = expect;
+	}
+	*lo = l;
+	*hi = l + FD_SPAN;
+	return 0;
+}
+
+/* A close-on-exec copy of fd in the range, or -errno (EMFILE: no room). */
+static int fd_place(int fd)
+{
+	int lo, hi, e = os_fd_range(&lo, &hi);
+	if (e)
+		return -e;
+	int saved = errno;
+	int r = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+	e = r < 0 ? (errno == EINVAL ? EMFILE : errno) : 0; /* EINVAL: the limit fell below lo */
+	if (r >= hi) {
+		close(r);
+		e = EMFILE;
+	}
+	errno = saved;
+	return e ? -e : r;
+}
+
+int os_fd_high(int fd)
+{
+	if (fd < 0)
+		return -EBADF;
+	int r = fd_place(fd);
+	if (r >= 0)
+		os_fd_close(fd);
+	return r;
+}
+
 int os_dup_high(int fd)
 {
-	int saved = errno;
-	int r = fcntl(fd, F_DUPFD_CLOEXEC, 100);
-	errno = saved;
-	return r;
+	int r = fd_place(fd);
+	return r < 0 ? -1 : r;
 }
 
 long os_gettid(void)

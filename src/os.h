@@ -99,8 +99,17 @@ long os_gettid(void);
 /* Thread tid of this process may be alive (tgkill with signal 0: false only
  * on ESRCH). */
 bool os_thread_alive(long tid);
-/* A close-on-exec duplicate of fd numbered 100 or more (programs close 2 at
- * exit, before xpfo's statistics are written), or -1. */
+/* xpfo's own descriptors, those it keeps open (the userfaultfd,
+ * /proc/self/mem, alias memfds, the statistics' stderr), are numbered in
+ * [*lo, *hi): the top of the descriptor table, below min(RLIMIT_NOFILE,
+ * 1024), away from the lowest free numbers a program's open gets.  0, or
+ * EMFILE: the limit (under 64) leaves no such range. */
+int os_fd_range(int *lo, int *hi);
+/* Move fd into that range (close-on-exec): the new descriptor, fd closed;
+ * or -errno (EMFILE: no room there), fd left as it was. */
+int os_fd_high(int fd);
+/* A close-on-exec duplicate of fd in that range (programs close 2 at exit,
+ * before xpfo's statistics are written), or -1. */
 int os_dup_high(int fd);
 /* Count the lines of /proc/self/maps whose start lies in [lo, hi). */
 long os_count_vmas(uintptr_t lo, uintptr_t hi);

@@ -58,10 +58,10 @@ tests_forkalloc_LDADD = $(tests_linked_ldadd)
 tests_forkalloc_LDFLAGS = $(tests_linked_ldflags)
 
 TESTS += tests/api tests/misuse tests/revoke tests/stress tests/forkalloc \
-	tests/revoke-strace.sh tests/options.sh tests/reserve.sh
+	tests/revoke-strace.sh tests/options.sh tests/reserve.sh tests/fdlimit.sh
 
 EXTRA_DIST += tests/lib.sh tests/README \
-	tests/revoke-strace.sh tests/options.sh tests/reserve.sh
+	tests/revoke-strace.sh tests/options.sh tests/reserve.sh tests/fdlimit.sh
 
 # Statistics as JSON: xpfo_stats_print_json from a linked program, and
 # stats=json / xpfo-run --stats=json checked against struct xpfo_stats.
