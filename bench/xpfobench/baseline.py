@@ -38,7 +38,7 @@ def ratios_for_baseline(data, benches=None):
         kind, a, ref = k.split("/")
         if benches is not None and kind in ("time", "rss", "faults"):
             v = geomean([ratio(row.get(a), row.get(ref))
-                         for b, row in s[kind].items() if b in benches])
+                         for b, row in s[kind].items() if b in benches.get(kind, ())])
         if a.startswith("xpfo") and ref == "glibc" and v:
             out["geomean:%s:%s" % (kind, a)] = round(v, 4)
     return out
@@ -67,8 +67,14 @@ def write_baseline(data, path):
 
 
 def baseline_benches(ratios):
-    """The workloads and programs a baseline has time or RSS ratios of."""
-    return {k.split(":")[1] for k in ratios if k.split(":")[0] in ("time", "rss", "faults")}
+    """Per kind (time, rss, faults), the workloads and programs a baseline
+    has ratios of: the geometric mean of a kind is compared over those."""
+    out = {}
+    for k in ratios:
+        kind, b = k.split(":")[:2]
+        if kind in ("time", "rss", "faults"):
+            out.setdefault(kind, set()).add(b)
+    return out
 
 
 def log_new(now, old_ratios):
