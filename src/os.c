@@ -203,17 +203,39 @@ static int madvise_vec(const uintptr_t *addr, const size_t *len, unsigned n, int
 	return e;
 }
 
+/* The ranges this thread's last os_purge_vec released (their first
+ * address, count and bytes): markers installed over the same ranges next
+ * find no page to zap, so no flush (the revocation's batches do that:
+ * alloc/revoke.c batch_purge). */
+static __thread struct {
+	uintptr_t first;
+	unsigned n;
+	size_t bytes;
+} purged_vec;
+
+static size_t vec_bytes(const size_t *len, unsigned n)
+{
+	size_t b = 0;
+	for (unsigned k = 0; k < n; k++)
+		b += len[k];
+	return b;
+}
+
 /* Installing markers zaps each range on its own: a flush round per range
- * the call covered (a range cut short counts as one). */
+ * the call covered (a range cut short counts as one), none where the
+ * ranges' frames were released just before. */
 int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done)
 {
 	*done = 0;
 	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
 		return ECANCELED;
+	bool empty = n && purged_vec.n == n && purged_vec.first == addr[0] &&
+		     purged_vec.bytes == vec_bytes(len, n);
+	purged_vec.n = 0;
 	int e = madvise_vec(addr, len, n, install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE,
 			    done);
 	size_t left = *done;
-	for (unsigned k = 0; install && k < n && left; k++) {
+	for (unsigned k = 0; install && !empty && k < n && left; k++) {
 		stat_flush_round();
 		left -= left < len[k] ? left : len[k];
 	}
@@ -227,7 +249,14 @@ int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n)
 	size_t done;
 	if (inject[OS_OP_PURGE].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	return os_flushed(madvise_vec(addr, len, n, MADV_DONTNEED, &done), true);
+	int e = os_flushed(madvise_vec(addr, len, n, MADV_DONTNEED, &done), true);
+	purged_vec.n = 0;
+	if (!e && n) {
+		purged_vec.first = addr[0];
+		purged_vec.n = n;
+		purged_vec.bytes = vec_bytes(len, n);
+	}
+	return e;
 }
 
 int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)

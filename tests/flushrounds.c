@@ -10,6 +10,12 @@
  * thread parked every round is shared; after it has exited none is.
  * Repeated 8 times so a stray round elsewhere cannot pass for one.
  *
+ * Batches: 32 runs of 32 KiB, every other one of 64, freed and flushed,
+ * are 32 spans.  Where they get guard markers (spans_guarded), the flush
+ * releases their frames in one process_madvise and then installs the
+ * markers in another, which finds no page to zap: at most 4 rounds, not
+ * one a span.  Elsewhere (mprotect) one round a span at most.
+ *
  * One process, nothing else allocating. */
 #include "testutil.h"
 
@@ -20,6 +26,8 @@
 #define BLOCK (4u << 20)
 #define ROUNDS_MAX 4 /* per block freed */
 #define REPS 8
+#define RUN (32u << 10)
+#define RUNS 32
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -71,6 +79,35 @@ static void cycle(const char *when, int shared)
 	      sh, r, shared ? r : 0ull);
 }
 
+static void batch(void)
+{
+	struct xpfo_stats s0, s1;
+	void *p[2 * RUNS];
+
+	for (int i = 0; i < 2 * RUNS; i++) {
+		if (!(p[i] = xpfo_malloc(RUN)))
+			tu_hard_error("malloc of %u bytes failed", RUN);
+		memset(p[i], 0x5a, RUN);
+	}
+	xpfo_flush();
+	xpfo_stats_get(&s0, sizeof s0);
+	for (int i = 0; i < 2 * RUNS; i += 2)
+		xpfo_free(p[i]);
+	xpfo_flush();
+	xpfo_stats_get(&s1, sizeof s1);
+	unsigned long long r = D(s0, s1, flush_rounds), g = D(s0, s1, spans_guarded);
+	printf("batch: %llu rounds for %d runs freed, %llu spans with guard markers\n", r, RUNS, g);
+	if (g >= RUNS / 2)
+		CHECK(r >= 1 && r <= 4, "%d runs freed with markers (%llu spans) counted %llu flush "
+		      "rounds, want 1 to 4", RUNS, g, r);
+	else
+		CHECK(r >= 1 && r <= RUNS, "%d runs freed counted %llu flush rounds, want 1 to %d",
+		      RUNS, r, RUNS);
+	for (int i = 1; i < 2 * RUNS; i += 2)
+		xpfo_free(p[i]);
+	xpfo_flush();
+}
+
 int main(void)
 {
 	pthread_t t;
@@ -91,5 +128,6 @@ int main(void)
 	pthread_mutex_unlock(&lock);
 	pthread_join(t, NULL);
 	cycle("after it exited", 0);
+	batch();
 	tu_exit();
 }
