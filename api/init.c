@@ -208,6 +208,7 @@ struct tstate *tstate_slow(void)
 	if (threads)
 		threads->prev = t;
 	threads = t;
+	stat_inc(threads_known);
 	pthread_mutex_unlock(&threads_lock);
 	tl_state = t;
 	if (__atomic_load_n(&exit_key_ready, __ATOMIC_ACQUIRE))
@@ -255,6 +256,7 @@ static void tstate_exit(void *arg)
 	tstate_retire(t);
 	pthread_mutex_lock(&threads_lock);
 	tstate_unlink(t);
+	stat_sub(threads_known, 1);
 	pthread_mutex_unlock(&threads_lock);
 	tl_state = NULL;
 	meta_free(t, sizeof *t);
@@ -311,8 +313,10 @@ static void fork_child(void)
 		struct tstate *t = threads;
 		while (t && t == self)
 			t = t->next;
-		if (t)
+		if (t) {
 			tstate_unlink(t);
+			stat_sub(threads_known, 1);
+		}
 		pthread_mutex_unlock(&threads_lock);
 		if (!t)
 			break;

@@ -248,6 +248,18 @@ struct xpfo_stats {
 	/* thread heaps, continued */
 	uint64_t pages_shed;            /* pages of kept empty slabs retired because their heap
 					   took fresh pages while keeping more than 64 */
+	/* TLB shootdowns (issue 37) */
+	uint64_t flush_rounds;          /* system calls that took access or frames away from
+					   mapped pages (mprotect lowering access, pkey_mprotect,
+					   MADV_DONTNEED, guard markers installed (a round a
+					   range, none over ranges whose frames the call before
+					   released), munmap, a mapping replaced or moved, a
+					   shared file truncated or punched): each one a TLB
+					   flush round, an upper bound (untouched pages need
+					   none) */
+	uint64_t flush_rounds_shared;   /* of those, made while xpfo knew of another live
+					   thread of the process: the rounds whose flush may
+					   interrupt other CPUs */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

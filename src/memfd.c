@@ -120,6 +120,8 @@ int os_secret_map(void *addr, size_t size, enum os_prot prot)
 	stat_inc(mmap_syscalls);
 	if (!e && mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
+	if (!e)
+		stat_flush_round(); /* the old mapping at addr replaced */
 	if (e && tmp)
 		munmap(tmp, size);
 	errno = saved;
@@ -150,8 +152,11 @@ static int copy_replace(void *addr, size_t size, bool readable, enum os_prot pro
 		e = errno;
 		goto restore;
 	}
-	if (src != addr)
+	stat_flush_round(); /* the old mapping at addr replaced */
+	if (src != addr) {
 		munmap(src, size);
+		stat_flush_round();
+	}
 	return 0;
 restore:
 	if (src != addr && os_move_back(src, addr, size))
@@ -302,6 +307,8 @@ int os_alias_truncate(int fd)
 	int saved = errno;
 	if (!e && ftruncate(fd, 0))
 		e = errno;
+	if (!e)
+		stat_flush_round(); /* every mapping of the file loses its pages */
 	/* sealed at its creation: no holder can grow it back into new pages
 	 * under the old mappings (checked: a file made otherwise is a bug) */
 	int seals = e ? 0 : fcntl(fd, F_GET_SEALS);
@@ -331,6 +338,8 @@ int os_alias_punch(int fd, size_t off, size_t len, bool tail)
 	else if (!e && !tail &&
 		 fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
 		e = errno;
+	if (!e)
+		stat_flush_round();
 	errno = saved;
 	return e;
 }

@@ -167,12 +167,26 @@ int os_unmap(void *addr, size_t size)
 {
 	int saved = errno;
 	stat_inc(munmap_syscalls);
-	return os_result(munmap(addr, size) != 0, saved);
+	int e = os_result(munmap(addr, size) != 0, saved);
+	if (!e)
+		stat_flush_round();
+	return e;
 }
 
 static int prot_bits(enum os_prot prot)
 {
 	return prot == OS_RW ? PROT_READ | PROT_WRITE : prot == OS_READ ? PROT_READ : PROT_NONE;
+}
+
+/* A flush round (stats.h, stat_flush_round) for a call that succeeded (e
+ * 0) and took something away: on x86 a protection raised from PROT_NONE
+ * needs no flush (a PROT_NONE entry is not present, so no CPU caches it),
+ * so a grant to read-write is not counted. */
+static int os_flushed(int e, bool takes_away)
+{
+	if (!e && takes_away)
+		stat_flush_round();
+	return e;
 }
 
 int os_protect(void *addr, size_t size, enum os_prot prot)
@@ -181,7 +195,8 @@ int os_protect(void *addr, size_t size, enum os_prot prot)
 	if (e)
 		return e;
 	int saved = errno;
-	return os_result(mprotect(addr, size, prot_bits(prot)) != 0, saved);
+	return os_flushed(os_result(mprotect(addr, size, prot_bits(prot)) != 0, saved),
+			  prot != OS_RW);
 }
 
 int os_purge(void *addr, size_t size)
@@ -191,7 +206,7 @@ int os_purge(void *addr, size_t size)
 		return e;
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	return os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved);
+	return os_flushed(os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved), true);
 }
 
 #define OS_MADV_POPULATE_WRITE 23 /* linux/mman.h of 5.14 */
@@ -213,8 +228,10 @@ int os_guard(void *addr, size_t size, bool install)
 		return e;
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	return os_result(madvise(addr, size, install ? OS_MADV_GUARD_INSTALL
-						      : OS_MADV_GUARD_REMOVE) != 0, saved);
+	return os_flushed(os_result(madvise(addr, size, install ? OS_MADV_GUARD_INSTALL
+								 : OS_MADV_GUARD_REMOVE) != 0,
+				    saved),
+			  install);
 }
 
 #define OS_PIDFD_SELF (-10000) /* PIDFD_SELF_THREAD, linux/pidfd.h */
@@ -236,21 +253,60 @@ static int madvise_vec(const uintptr_t *addr, const size_t *len, unsigned n, int
 	return e;
 }
 
+/* The ranges this thread's last os_purge_vec released (their first
+ * address, count and bytes): markers installed over the same ranges next
+ * find no page to zap, so no flush (the revocation's batches do that:
+ * alloc/revoke.c batch_purge). */
+static __thread struct {
+	uintptr_t first;
+	unsigned n;
+	size_t bytes;
+} purged_vec;
+
+static size_t vec_bytes(const size_t *len, unsigned n)
+{
+	size_t b = 0;
+	for (unsigned k = 0; k < n; k++)
+		b += len[k];
+	return b;
+}
+
+/* Installing markers zaps each range on its own: a flush round per range
+ * the call covered (a range cut short counts as one), none where the
+ * ranges' frames were released just before. */
 int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done)
 {
 	*done = 0;
 	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	return madvise_vec(addr, len, n, install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE,
-			   done);
+	bool empty = n && purged_vec.n == n && purged_vec.first == addr[0] &&
+		     purged_vec.bytes == vec_bytes(len, n);
+	purged_vec.n = 0;
+	int e = madvise_vec(addr, len, n, install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE,
+			    done);
+	size_t left = *done;
+	for (unsigned k = 0; install && !empty && k < n && left; k++) {
+		stat_flush_round();
+		left -= left < len[k] ? left : len[k];
+	}
+	return e;
 }
 
+/* MADV_DONTNEED over the ranges of one call: one flush for all of them
+ * (os.h), one round. */
 int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n)
 {
 	size_t done;
 	if (inject[OS_OP_PURGE].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	return madvise_vec(addr, len, n, MADV_DONTNEED, &done);
+	int e = os_flushed(madvise_vec(addr, len, n, MADV_DONTNEED, &done), true);
+	purged_vec.n = 0;
+	if (!e && n) {
+		purged_vec.first = addr[0];
+		purged_vec.n = n;
+		purged_vec.bytes = vec_bytes(len, n);
+	}
+	return e;
 }
 
 int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
@@ -261,8 +317,10 @@ int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
 	if (e)
 		return e;
 	int saved = errno;
-	return os_result(syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot), key) != 0,
-			 saved);
+	/* a key changed on present pages is flushed, whatever the protection */
+	return os_flushed(os_result(syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot),
+					    key) != 0, saved),
+			  true);
 }
 
 int os_remap(void *addr, size_t size, enum os_prot prot)
@@ -278,7 +336,7 @@ int os_remap(void *addr, size_t size, enum os_prot prot)
 	if (!e)
 		os_uffd_rearm(addr, size);
 	errno = saved;
-	return e;
+	return os_flushed(e, true); /* the old mapping is gone */
 }
 
 static int mem_io(bool write, void *addr, void *buf, size_t n);
@@ -443,6 +501,7 @@ int os_move_out(void *addr, size_t size, enum os_prot prot, void **out)
 		errno = saved;
 		return e == EFAULT ? os_move_out_pages(addr, size, prot, out) : e;
 	}
+	stat_flush_round(); /* the pages left addr */
 	if (prot != OS_NONE && mprotect(t, size, prot_bits(prot))) {
 		e = errno;
 		if (os_move_back(t, addr, size))
@@ -461,8 +520,11 @@ int os_move_back(void *t, void *addr, size_t size)
 	if (mprotect(t, size, PROT_NONE) ||
 	    mremap(t, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
-	if (!e)
+	if (!e) {
+		stat_flush_round(); /* t closed */
+		stat_flush_round(); /* the pages left t */
 		os_uffd_rearm(addr, size);
+	}
 	errno = saved;
 	return e == EFAULT ? os_move_back_pages(t, addr, size) : e;
 }
@@ -491,8 +553,11 @@ static int fresh_copy_remap(void *addr, size_t size, bool readable, enum os_prot
 	/* atomically replaces the old mapping: no moment without one */
 	if (mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		goto unmap;
-	if (src != addr) /* the old frames leave the process */
+	stat_flush_round(); /* the old mapping at addr replaced */
+	if (src != addr) { /* the old frames leave the process */
 		munmap(src, size);
+		stat_flush_round();
+	}
 	os_uffd_rearm(addr, size);
 	errno = saved;
 	return 0;

@@ -228,3 +228,13 @@ tests_hugegauge_SOURCES = tests/hugegauge.c $(tests_common)
 tests_hugegauge_CPPFLAGS = $(tests_linked_cppflags)
 tests_hugegauge_LDADD = $(tests_linked_ldadd)
 tests_hugegauge_LDFLAGS = $(tests_linked_ldflags)
+
+# flush rounds (issue 37): counted per call that takes access away, shared
+# while another thread lives
+check_PROGRAMS += tests/flushrounds
+tests_flushrounds_CFLAGS = $(tests_cflags)
+tests_flushrounds_SOURCES = tests/flushrounds.c $(tests_common)
+tests_flushrounds_CPPFLAGS = $(tests_linked_cppflags)
+tests_flushrounds_LDADD = $(tests_linked_ldadd)
+tests_flushrounds_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/flushrounds
