@@ -97,6 +97,10 @@ struct slab {
 	uint8_t spare;        /* empty, abandoned, counted in spare_pages (slab.c) */
 	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
+	/* bit set: the slot was handed out at least once since the slab was
+	 * made (a free of a slot never handed out is an invalid free, not a
+	 * double free); set with used, never cleared */
+	uint64_t given[SLAB_WORDS];
 	uint64_t quar[SLAB_WORDS];   /* atomic: freed, held in a quarantine */
 	uint64_t remote[SLAB_WORDS]; /* atomic: freed by other threads */
 	/* a line of its own: packed at 176 bytes, the next slab's header
