@@ -437,6 +437,8 @@ void comp_destroy_pages(struct xpfo_compartment *c);
  * lock order; drop them (in the child, flushes in flight are forgotten). */
 void comp_fork_lock(void);
 void comp_fork_unlock(bool child);
+void comp_fork_orphan(struct tstate *t);   /* child: a dead thread is in no compartment */
+void comp_fork_recount(struct tstate *self); /* child: compartments from self's truth */
 /* The STRICT compartment root is closed for, or NULL (root is open). */
 const char *comp_root_closed_by(void);
 /* The work of the public functions of the same names (xpfo_compartment_create,
