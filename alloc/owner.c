@@ -123,14 +123,17 @@ static enum blk_status lookup_run(uintptr_t a, struct segment *sg, uint32_t e, s
 }
 
 /* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD.  A page past ents_hwm was never
- * written since the carve: nothing was handed out there. */
+ * written since the carve: in a segment on its first carve (gen 1: it never
+ * changed hands before) nothing was ever handed out there; after an
+ * earlier life a page start there may be a run freed then (a double free,
+ * as before). */
 static enum blk_status lookup_dead(uintptr_t a, struct segment *sg, uint32_t e, struct blk *b)
 {
 	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
 	b->kind = BK_LARGE;
 	b->base = page;
 	b->usable = b->span = (size_t)PG_RUN_PAGES(PG_VAL(e)) << PAGE_SHIFT;
-	if (page_index(a) >= ents_hwm(sg))
+	if (page_index(a) >= ents_hwm(sg) && sg->gen <= 1)
 		return BLK_NOT_BLOCK;
 	if ((PG_TYPE(e) == PG_FREE || PG_TYPE(e) == PG_PENDING) && PG_INFO_CLASS(PG_VAL(e)) >= 0)
 		return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
