@@ -100,6 +100,10 @@ struct slab {
 	uint8_t spare;        /* empty, abandoned, counted in spare_pages (slab.c) */
 	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
+	/* bit set: the slot was handed out at least once since the slab was
+	 * made (a free of a slot never handed out is an invalid free, not a
+	 * double free); set with used, never cleared */
+	uint64_t given[SLAB_WORDS];
 	uint64_t quar[SLAB_WORDS];   /* atomic: freed, held in a quarantine */
 	uint64_t remote[SLAB_WORDS]; /* atomic: freed by other threads */
 	/* a line of its own: packed at 176 bytes, the next slab's header
@@ -444,6 +448,8 @@ void comp_destroy_pages(struct xpfo_compartment *c);
  * lock order; drop them (in the child, flushes in flight are forgotten). */
 void comp_fork_lock(void);
 void comp_fork_unlock(bool child);
+void comp_fork_orphan(struct tstate *t);   /* child: a dead thread is in no compartment */
+void comp_fork_recount(struct tstate *self); /* child: compartments from self's truth */
 /* The STRICT compartment root is closed for, or NULL (root is open). */
 const char *comp_root_closed_by(void);
 /* The work of the public functions of the same names (xpfo_compartment_create,

@@ -186,10 +186,13 @@ static __attribute__((noinline)) void free_slow(struct tstate *t, uintptr_t a, c
 				    (b.guarded ? RF_GUARDED : 0) | (b.kind == BK_LARGE ? RF_WHOLE : 0)));
 }
 
-static _Noreturn __attribute__((noinline, cold)) void free_freed(uintptr_t a, uint16_t owner)
+/* A free slot: freed before (double free), or never handed out. */
+static _Noreturn __attribute__((noinline, cold)) void free_freed(uintptr_t a, const struct slab *s,
+								 uint32_t i)
 {
-	struct blk b = { .owner = owner };
-	heap_misuse("free", a, BLK_FREED, &b);
+	struct blk b = { .owner = s->owner };
+	bool given = bits_load(&s->given[i / 64]) & (1ull << (i % 64));
+	heap_misuse("free", a, given ? BLK_FREED : BLK_NOT_BLOCK, &b);
 }
 
 /* heap_free's slot paths past the fast one, each called last (a tail
@@ -239,7 +242,7 @@ void heap_free(struct tstate *t, void *p)
 	uint64_t bit = 1ull << (i % 64);
 	if (unlikely(!(bits_load(&s->used[w]) & bit) ||
 		     ((bits_load(&s->remote[w]) | bits_load(&s->quar[w])) & bit))) {
-		free_freed(a, s->owner);
+		free_freed(a, s, i);
 	}
 	if (t->hard) {
 		if (unlikely(opt.quarantine || !touch_direct(t, s->owner))) {

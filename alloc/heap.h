@@ -238,6 +238,7 @@ static inline void *slab_take_random(struct tstate *t, struct slab *s)
 		uint64_t rot = (f >> r) | (f << ((64 - r) & 63));
 		unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
 		bits_store(&s->used[w], s->used[w] | (1ull << b));
+		bits_store(&s->given[w], s->given[w] | (1ull << b));
 		s->nused++;
 		return slot_addr(s, w * 64 + b);
 	}
@@ -255,6 +256,7 @@ static inline __attribute__((always_inline)) void *slab_take(struct tstate *t, s
 		if (~u) {
 			unsigned b = (unsigned)__builtin_ctzll(~u);
 			bits_store(&s->used[w], u | (1ull << b));
+			bits_store(&s->given[w], s->given[w] | (1ull << b));
 			s->nused++;
 			s->cursor = w;
 			return slot_addr(s, w * 64 + b);

@@ -82,7 +82,7 @@ struct segment {
 	uint16_t owner;      /* compartment id; 0 when unused */
 	uint8_t kind;        /* enum seg_kind */
 	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
-	uint8_t tag;         /* class whose slabs it holds, TAG_LARGE, or 0xff: never carved */
+	uint8_t tag;         /* class + 1 of its slabs, TAG_LARGE + 1, or 0: never carved */
 	uint16_t rsv;        /* reserved for this compartment (xpfo_lock_thread), or 0 */
 	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
 	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */

@@ -298,7 +298,9 @@ static void fork_parent(void)
 /* In the child only the forking thread lives on: the other threads' gathers
  * are applied and their slabs abandoned, so nothing stays pinned to a thread
  * that no longer exists; a gather caught half changed is dropped instead
- * (revoke_fork_orphan). */
+ * (revoke_fork_orphan).  Which compartments are open, and who is inside,
+ * is recomputed from the forking thread alone (comp_fork_recount): the
+ * others may have been halfway through an enter or a leave. */
 static void fork_child(void)
 {
 	XPFO_ENTRY;
@@ -324,10 +326,12 @@ static void fork_child(void)
 		struct tstate *me = tl_state;
 		tl_state = t;
 		revoke_fork_orphan(t); /* a gather it was changing is dropped */
+		comp_fork_orphan(t);   /* it may have been halfway into one */
 		tstate_retire(t);
 		tl_state = me;
 		meta_free(t, sizeof *t);
 	}
+	comp_fork_recount(self);
 }
 
 /* Start at load time too, so a program that never allocates still gets the
