@@ -526,6 +526,11 @@ static void thread_handover(int lock, int alive)
 		CHECK(xpfo_move(h.given, root) == h.given, "an unlocked compartment's run: not in place");
 	CHECK(xpfo_owner(h.given) == root && tu_verify(h.given, 30000, 42) == (size_t)-1,
 	      "the run the worker gave away (lock %d)", lock);
+	/* the service's check of a handed-over pointer (README): the locked
+	 * compartment's, not root's (a forged hand-over of root's block
+	 * would be moved as it is) */
+	CHECK(xpfo_owner(h.small) == h.c && xpfo_owner(h.run) == h.c && xpfo_owner(input[1]) == root,
+	      "owners of the handed-over results (lock %d)", lock);
 	char *s = xpfo_move(h.small, root);
 	CHECK(s && s != h.small && xpfo_owner(s) == root && tu_verify(s, 700, 20) == (size_t)-1,
 	      "the small result (lock %d): %s", lock, s ? "owner or bytes" : strerror(errno));
