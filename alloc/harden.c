@@ -85,7 +85,7 @@ static void t_write(struct touch *x, void *p, const void *buf, size_t n)
 		xpfo_fatal("cannot write a slot of compartment \"%s\"", x->c->name);
 }
 
-void t_fill(struct touch *x, void *p, int byte, size_t n)
+void touch_fill(struct touch *x, void *p, int byte, size_t n)
 {
 	if (unlikely(x->skipped))
 		touch_fatal(x, "write");
@@ -130,7 +130,7 @@ static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 		size_t k = n - at < sizeof buf ? n - at : sizeof buf;
 		const unsigned char *b = (const unsigned char *)p + at + x->delta;
 		if (x->indirect) {
-			t_read(x, (const unsigned char *)p + at, buf, k);
+			touch_read(x, (const unsigned char *)p + at, buf, k);
 			b = buf;
 		}
 		for (size_t i = 0; i < k; i++)
@@ -140,11 +140,11 @@ static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 	return n;
 }
 
-void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
+void harden_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	struct touch x;
 	touch_begin(&x, t, owner, p, n);
-	t_fill(&x, p, 0, n);
+	touch_fill(&x, p, 0, n);
 	touch_end(&x);
 }
 
@@ -152,13 +152,13 @@ void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
  * of them closed to the thread: one touch when the other side is direct,
  * else through a buffer a page at a time (touch_begin takes the
  * compartment's lock: never two at once). */
-void heap_copy(struct tstate *t, void *dst, uint16_t dst_owner, const void *src, uint16_t src_owner,
-	       size_t n)
+void harden_copy(struct tstate *t, void *dst, uint16_t dst_owner, const void *src, uint16_t src_owner,
+		 size_t n)
 {
 	struct touch x;
 	if (touch_direct(t, dst_owner)) {
 		touch_begin(&x, t, src_owner, (void *)src, n);
-		t_read(&x, src, dst, n);
+		touch_read(&x, src, dst, n);
 		touch_end(&x);
 		return;
 	}
@@ -174,7 +174,7 @@ void heap_copy(struct tstate *t, void *dst, uint16_t dst_owner, const void *src,
 		const char *s = (const char *)src + off;
 		char *d = (char *)dst + off;
 		touch_begin(&x, t, src_owner, (void *)s, k);
-		t_read(&x, s, buf, k);
+		touch_read(&x, s, buf, k);
 		touch_end(&x);
 		touch_begin(&x, t, dst_owner, d, k);
 		t_write(&x, d, buf, k);
@@ -218,7 +218,7 @@ __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, vo
 	if (opt.waf_check)
 		waf_scan(&x, p, s->cls, user);
 	if (opt.junk)
-		t_fill(&x, p, 0xdb, user);
+		touch_fill(&x, p, 0xdb, user);
 	if (canary_bytes)
 		t_write(&x, (char *)p + user, &s->canary, sizeof s->canary);
 	touch_end(&x);
@@ -294,7 +294,7 @@ static void quarantine_push(struct tstate *t, struct slab *s, uint32_t i, void *
 	quarantine_evict(t, out);
 }
 
-void heap_quarantine_drain(struct tstate *t)
+void harden_quarantine_drain(struct tstate *t)
 {
 	struct quarantine *q = &t->q;
 	while (q->n)
@@ -312,7 +312,7 @@ __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab *s, ui
 	if (canary_bytes)
 		canary_check_x(&x, s, p);
 	if (opt.zero_on_free || opt.junk)
-		t_fill(&x, p, free_fill(), classes[s->cls].size - canary_bytes);
+		touch_fill(&x, p, free_fill(), classes[s->cls].size - canary_bytes);
 	touch_end(&x);
 	if (opt.quarantine) {
 		quarantine_push(t, s, i, p);
@@ -321,7 +321,7 @@ __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab *s, ui
 	return false;
 }
 
-unsigned heap_hard_flags(void)
+unsigned harden_flags(void)
 {
 	return canary_bytes || opt.waf_check || opt.junk || opt.zero_on_free || opt.quarantine;
 }

@@ -16,9 +16,6 @@
 
 #include <errno.h>
 
-/* The thread's state (made by api/init.c's tstate_slow on first use). */
-__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
-
 /* A flag, not a size: this page is not sealed, and no value written here
  * can send a request past the slab classes (size_to_class). */
 static unsigned char runs_from_page;
@@ -196,8 +193,8 @@ static _Noreturn __attribute__((noinline, cold)) void free_freed(uintptr_t a, ui
 }
 
 /* heap_free's slot paths past the fast one, each called last (a tail
- * call): the fast path keeps no value across a call (it saved six
- * registers and made a frame for them, issue 11). */
+ * call): the fast path keeps no value across a call (it would save six
+ * registers and make a frame for them). */
 static __attribute__((noinline)) void free_slot_hard(struct tstate *t, struct slab *s, uint32_t i,
 						     void *p)
 {
@@ -363,22 +360,22 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	if (!q)
 		return NULL;
 	touch_begin(&x, t, b.owner, p, b.usable);
-	t_read(&x, p, q, copy);
+	touch_read(&x, p, q, copy);
 	touch_end(&x);
 	heap_free(t, p);
 	return q;
 }
 
-/* Debug: check the page tables against each other (heap_lock held inside). */
+/* Debug: check the page tables against each other (pages_lock held inside). */
 void heap_walk_check(void)
 {
 	if (!debug_walks)
 		return;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	owner_check();
 	for (size_t i = 0; i < heap_nsegs; i++)
 		if (seg_table[i].kind == SEG_PAGES_K && !seg_table[i].releasing &&
 		    !comp_table[seg_table[i].owner])
 			xpfo_fatal("invariant: segment %u has no owner", (unsigned long)i);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 }

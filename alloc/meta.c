@@ -11,6 +11,10 @@
 
 #include <string.h>
 
+/* The thread's state (made by api/init.c's tstate_slow on first use, in
+ * this region's pool). */
+__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
+
 #define GUARD PAGE_SIZE
 #define MAX_SLABS ((size_t)1 << 22)
 /* a slab takes a page at least: a small heap needs fewer (less metadata
@@ -45,7 +49,7 @@ static void big_pages(const void *p, size_t size, uintptr_t *lo, uintptr_t *hi)
 }
 static struct big_free *pool_big;
 
-static size_t slab_next;     /* ids handed out so far (heap_lock) */
+static size_t slab_next;     /* ids handed out so far (pages_lock) */
 static struct slab *slab_freelist;
 
 static char *meta_parts[3];

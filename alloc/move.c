@@ -36,7 +36,7 @@ static void *move_copy(struct tstate *t, void *p, const struct blk *b, struct xp
 	void *q = comp_malloc_in(t, to, n ? n : 1);
 	if (!q)
 		return NULL;
-	heap_copy(t, q, to->id, p, b->owner, n);
+	harden_copy(t, q, to->id, p, b->owner, n);
 	heap_free(t, p);
 	return q;
 }

@@ -5,6 +5,14 @@
 
 #include <string.h>
 
+/* The compartments by id (an owner is a compartment id), root's statically:
+ * compartment.c makes and destroys them. */
+struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
+struct xpfo_compartment comp_root = {
+	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
+	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
+};
+
 static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 /* page i's entry and aux words */
 static inline uint32_t *pw(struct segment *s, size_t i) { return &s->ent[i].page; }

@@ -76,7 +76,7 @@ static void recv_store(struct xpfo_compartment *c, void *dst, const void *buf, s
 {
 	XPFO_ENTRY;
 	struct tstate *t = tstate_get();
-	heap_copy(t, dst, c->id, buf, t->heap->comp->id, n);
+	harden_copy(t, dst, c->id, buf, t->heap->comp->id, n);
 }
 
 static void recv_drop(void *q)

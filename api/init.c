@@ -8,7 +8,7 @@
  * registers the fork handlers and the thread-exit key, which may allocate.
  *
  * Lock order: the compartment locks (compartment.c: comp_lock, pkeys' lock,
- * each compartment's lock), then threads_lock, then heap_lock, then the
+ * each compartment's lock), then threads_lock, then pages_lock, then the
  * stats' merge lock, then the metadata pool's lock.  The fork handlers take
  * them all in that order: the child runs the other threads' exit work
  * (their gathers, leaving their compartments), which needs every one.
@@ -165,10 +165,10 @@ struct tstate *tstate_slow(void)
 	struct tstate *t = meta_alloc(sizeof *t);
 	if (!t)
 		xpfo_fatal("out of metadata memory for a thread state");
-	heap_init_theap(&t->root_heap, t, &comp_root);
+	slab_init_theap(&t->root_heap, t, &comp_root);
 	gather_init(&t->g);
 	rng_init(&t->rng);
-	t->hard = heap_hard_flags();
+	t->hard = harden_flags();
 	t->heap = &t->root_heap;
 	pkeys_thread_update(t);
 	t->tid = os_gettid();
@@ -200,10 +200,10 @@ static void tstate_unlink(struct tstate *t)
  * the counters into the global ones. */
 static void tstate_retire(struct tstate *t)
 {
-	heap_quarantine_drain(t);
+	harden_quarantine_drain(t);
 	revoke_flush(t, FR_THREAD_EXIT);
 	comp_thread_exit(t);
-	heap_abandon(t, &t->root_heap);
+	slab_abandon(t, &t->root_heap);
 	revoke_flush(t, FR_THREAD_EXIT);
 	revoke_quarantine_drain(t);
 	if (t->q.slot)
@@ -242,7 +242,7 @@ static void fork_prepare(void)
 	XPFO_ENTRY;
 	comp_fork_lock();
 	pthread_mutex_lock(&threads_lock);
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	stats_fork_lock(true);
 	meta_lock_all();
 }
@@ -251,7 +251,7 @@ static void fork_unlock(bool child)
 {
 	meta_unlock_all();
 	stats_fork_lock(false);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	pthread_mutex_unlock(&threads_lock);
 	comp_fork_unlock(child);
 }

@@ -152,13 +152,16 @@ XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
 /* A new file descriptor whose contents are the pages of the allocation p (a
  * page run: see xpfo_transfer), to pass to another process (for example
  * with SCM_RIGHTS).  The allocation is backed by a memfd from then on
- * (moved there in place, same address).  When it is freed, transferred or
- * its compartment destroyed, the revocation reaches every alias: the memfd
- * is truncated and sealed, so other mappings fault with SIGBUS.  The caller
- * closes the returned descriptor.  -1 with errno: EINVAL (not a live
- * page-run allocation of the caller's compartment, a secret compartment's,
- * bad flags, revoke=off), EMFILE (4096 runs shared at once), or the errno
- * of the failed syscall. */
+ * (moved there in place, same address), sealed so that no holder can add a
+ * seal or grow it, and with XPFO_SHARE_READ alone so that no one but the
+ * owner's own mapping can write it, however it is opened again.  When it is
+ * freed, transferred or its compartment destroyed, the revocation reaches
+ * every alias: the memfd is truncated, so other mappings fault with SIGBUS.
+ * The caller closes the returned descriptor.  -1 with errno: EINVAL (not a
+ * live page-run allocation of the caller's compartment, a secret
+ * compartment's, bad flags, revoke=off), EMFILE (4096 runs shared at once),
+ * EPERM (shared read-only before and flags ask for writing, or the other
+ * way), or the errno of the failed syscall. */
 XPFO_API int xpfo_share_fd(void *p, unsigned flags);
 
 /* The compartment plain malloc allocates in outside any other compartment. */

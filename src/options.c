@@ -13,7 +13,7 @@ union sealed_page xpfo_sealed __attribute__((aligned(4096))) = { .g = { .options
 	.batch = 1024,
 	.batch_pages = 4096,
 	.purge = 65536,
-	.retain = 4ul << 20, /* issue 11: 32 MiB was 6-14 MiB of RSS on hash, python */
+	.retain = 4ul << 20, /* 32 MiB cost hash and python 6-14 MiB of RSS */
 	.reserve_gib = 64,
 	.stats = 0,
 	.verbose = 0,
@@ -32,9 +32,9 @@ static void profile_apply(struct options *o, unsigned p)
 	o->canary = !light;
 	o->zero_on_free = !light;
 	o->junk = 0;
-	o->waf_check = !light; /* default: sampled (waf_bytes), issue 11 */
+	o->waf_check = !light; /* default: sampled (waf_bytes) */
 	o->waf_bytes = strict ? 0 : 64;
-	/* strict only (issue 11): a random slot hands objects allocated one
+	/* strict only: a random slot hands objects allocated one
 	 * after another scattered places in their slab, and programs that
 	 * walk them in allocation order pay for it: python 60000 3.0-3.3 s
 	 * against 1.9-2.0 in order (glibc 1.9-2.1), hash -t 2 0.43-0.47 s
@@ -46,9 +46,8 @@ static void profile_apply(struct options *o, unsigned p)
 	o->guard_large = !light;
 	o->quarantine = strict ? 1024 : 0;
 	o->quarantine_large = strict ? 64 : 0;
-	/* issue 11: 64 pages in every profile until then; hash -t 2 faulted
-	 * its slabs in again each round (28,700 faults against glibc's
-	 * 11,200) */
+	/* at 64 pages hash -t 2 faults its slabs in again each round
+	 * (28,700 faults against glibc's 11,200) */
 	o->keep_empty = strict ? 64 : 4096;
 	o->seal = 1;
 }

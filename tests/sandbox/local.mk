@@ -7,6 +7,7 @@ sandbox_ldadd = libxpfo.la -lpthread
 
 sandbox_tests = \
 	tests/sandbox/attacks \
+	tests/sandbox/allowlist \
 	tests/sandbox/alloc \
 	tests/sandbox/gadgets \
 	tests/sandbox/transfer \
@@ -22,6 +23,12 @@ tests_sandbox_attacks_CPPFLAGS = $(sandbox_cppflags)
 tests_sandbox_attacks_CFLAGS = $(sandbox_cflags)
 tests_sandbox_attacks_LDADD = $(sandbox_ldadd)
 tests_sandbox_attacks_LDFLAGS = -no-install
+
+tests_sandbox_allowlist_SOURCES = tests/sandbox/allowlist.c tests/testutil.c tests/testutil.h
+tests_sandbox_allowlist_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_allowlist_CFLAGS = $(sandbox_cflags)
+tests_sandbox_allowlist_LDADD = $(sandbox_ldadd)
+tests_sandbox_allowlist_LDFLAGS = -no-install
 
 tests_sandbox_alloc_SOURCES = tests/sandbox/alloc.c tests/testutil.c tests/testutil.h
 tests_sandbox_alloc_CPPFLAGS = $(sandbox_cppflags)
@@ -69,8 +76,15 @@ tests_sandbox_alloc_static_CFLAGS = $(sandbox_cflags)
 tests_sandbox_alloc_static_LDADD = $(sandbox_ldadd)
 tests_sandbox_alloc_static_LDFLAGS = -all-static
 QEMU_TEST_BINARIES += tests/sandbox/alloc-static$(EXEEXT)
+check_PROGRAMS += tests/sandbox/allowlist-static
+tests_sandbox_allowlist_static_SOURCES = tests/sandbox/allowlist.c tests/testutil.c tests/testutil.h
+tests_sandbox_allowlist_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_allowlist_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_allowlist_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_allowlist_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/allowlist-static$(EXEEXT)
 
-# xpfo_move, xpfo_send and xpfo_recv (issue 34): both deployments; the
+# xpfo_move, xpfo_send and xpfo_recv both deployments; the
 # pkeys thread deployment in the QEMU rig.
 check_PROGRAMS += tests/sandbox/dataflow tests/sandbox/dataflow-static
 TESTS += tests/sandbox/dataflow
@@ -86,7 +100,7 @@ tests_sandbox_dataflow_static_LDADD = $(sandbox_ldadd)
 tests_sandbox_dataflow_static_LDFLAGS = -all-static
 QEMU_TEST_BINARIES += tests/sandbox/dataflow-static$(EXEEXT)
 
-# stdio in a locked thread (issue 34): fork on the host, thread on pkeys.
+# stdio in a locked thread: fork on the host, thread on pkeys.
 check_PROGRAMS += tests/sandbox/stdio tests/sandbox/stdio-static
 TESTS += tests/sandbox/stdio
 tests_sandbox_stdio_SOURCES = tests/sandbox/stdio.c tests/testutil.c tests/testutil.h
