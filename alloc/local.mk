@@ -3,6 +3,8 @@ libxpfo_la_SOURCES += alloc/alloc.h alloc/owner.h alloc/owner.c alloc/policy.h a
 libxpfo_la_SOURCES += alloc/sizeclass.c alloc/pages.c alloc/heap.h alloc/heap.c alloc/slab.c alloc/run.c alloc/harden.c alloc/uffd.c
 # secret compartments' backing and alias views
 libxpfo_la_SOURCES += alloc/backing.h alloc/backing.c alloc/secret.c alloc/alias.c
+# xpfo_move: a block of any size to another compartment
+libxpfo_la_SOURCES += alloc/move.c
 # xpfo_lock_thread: the filter, its executor
 libxpfo_la_SOURCES += alloc/sandbox.h alloc/sandbox.c alloc/executor.c
 libxpfo_la_LIBADD += $(SECCOMP_LIBS)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -805,6 +807,80 @@ int os_dup_high(int fd)
 {
 	int r = fd_place(fd);
 	return r < 0 ? -1 : r;
+}
+
+/* One chunk out: a socket with MSG_NOSIGNAL (a closed peer is EPIPE, not
+ * SIGPIPE), anything else (ENOTSOCK: a pipe) with write. */
+static ssize_t send_some(int fd, const char *buf, size_t n, bool *sock)
+{
+	if (*sock) {
+		ssize_t r = sendto(fd, buf, n, MSG_NOSIGNAL, NULL, 0);
+		if (r >= 0 || errno != ENOTSOCK)
+			return r;
+		*sock = false;
+	}
+	return write(fd, buf, n);
+}
+
+int os_send_all(int fd, const void *buf, size_t n)
+{
+	int saved = errno, e = 0;
+	bool sock = true;
+	const char *c = buf;
+	while (n) {
+		ssize_t r = send_some(fd, c, n, &sock);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			e = errno;
+			break;
+		}
+		c += r;
+		n -= (size_t)r;
+	}
+	errno = saved;
+	return e;
+}
+
+int os_recv_all(int fd, void *buf, size_t n, size_t *got)
+{
+	int saved = errno, e = 0;
+	char *c = buf;
+	*got = 0;
+	while (*got < n) {
+		ssize_t r = read(fd, c + *got, n - *got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			e = errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		*got += (size_t)r;
+	}
+	errno = saved;
+	return e;
+}
+
+const void *os_stdout_buffer(bool *unbuffered)
+{
+#ifdef __GLIBC__
+	/* an unbuffered stream's buffer is the byte inside the FILE */
+	*unbuffered = stdout->_IO_buf_base == stdout->_shortbuf;
+	return stdout->_IO_buf_base;
+#else
+	*unbuffered = false;
+	return NULL;
+#endif
+}
+
+void os_stdout_unbuffer(void)
+{
+	int saved = errno;
+	fflush(stdout);
+	setvbuf(stdout, NULL, _IONBF, 0);
+	errno = saved;
 }
 
 long os_gettid(void)

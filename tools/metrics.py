@@ -137,7 +137,7 @@ ALLOC_LAYERS = [
     ("uffd", ["uffd.c"]),
     ("revoke", ["revoke.h", "gather.c", "revoke.c", "grant.c"]),
     ("heap", ["heap.h", "heap.c", "slab.c", "run.c", "harden.c"]),
-    ("compartment", ["compartment.c"]),
+    ("compartment", ["compartment.c", "move.c"]),
     ("sandbox", ["sandbox.h", "sandbox.c", "executor.c"]),
 ]
 # Upward references allowed inside alloc/, each with its reason:
