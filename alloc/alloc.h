@@ -412,6 +412,10 @@ void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment 
 void heap_quarantine_drain(struct tstate *t);
 /* Zero n bytes at p, a block of compartment owner, even if it is closed. */
 void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
+/* n bytes from src, a block of src_owner, to dst, one of dst_owner, either
+ * of them closed to the thread (xpfo_move's copy). */
+void heap_copy(struct tstate *t, void *dst, uint16_t dst_owner, const void *src, uint16_t src_owner,
+	       size_t n);
 /* What t->hard is when not borrowing a heap. */
 unsigned heap_hard_flags(void);
 /* heap.c */
@@ -446,6 +450,12 @@ void *comp_aligned_alloc_in(struct tstate *t, struct xpfo_compartment *c, size_t
 			    size_t size);
 void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, size_t size);
 int comp_transfer(void *p, struct xpfo_compartment *to);
+/* alloc/move.c: the work of xpfo_move (api/compartment.c): where p now
+ * lives, or NULL with errno and p untouched. */
+void *comp_move(struct tstate *t, void *p, struct xpfo_compartment *to);
+/* The thread reaches c's pages itself now (its own, or root's while root
+ * is open to it): xpfo_recv reads straight into a block of c. */
+bool comp_reaches(const struct tstate *t, const struct xpfo_compartment *c);
 
 
 /* ---- alloc/sandbox.c: xpfo_lock_thread ---------------------------------- */

@@ -148,6 +148,40 @@ void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
 	touch_end(&x);
 }
 
+/* n bytes from src (a block of src_owner) to dst (one of dst_owner), either
+ * of them closed to the thread: one touch when the other side is direct,
+ * else through a buffer a page at a time (touch_begin takes the
+ * compartment's lock: never two at once). */
+void heap_copy(struct tstate *t, void *dst, uint16_t dst_owner, const void *src, uint16_t src_owner,
+	       size_t n)
+{
+	struct touch x;
+	if (touch_direct(t, dst_owner)) {
+		touch_begin(&x, t, src_owner, (void *)src, n);
+		t_read(&x, src, dst, n);
+		touch_end(&x);
+		return;
+	}
+	if (touch_direct(t, src_owner)) {
+		touch_begin(&x, t, dst_owner, dst, n);
+		t_write(&x, dst, src, n);
+		touch_end(&x);
+		return;
+	}
+	unsigned char buf[PAGE_SIZE];
+	for (size_t off = 0; off < n; off += sizeof buf) {
+		size_t k = n - off < sizeof buf ? n - off : sizeof buf;
+		const char *s = (const char *)src + off;
+		char *d = (char *)dst + off;
+		touch_begin(&x, t, src_owner, (void *)s, k);
+		t_read(&x, s, buf, k);
+		touch_end(&x);
+		touch_begin(&x, t, dst_owner, d, k);
+		t_write(&x, d, buf, k);
+		touch_end(&x);
+	}
+}
+
 static __attribute__((noinline, cold)) void waf_fatal(void *p, size_t off, unsigned cls)
 {
 	struct tstate *t = tl_state;

@@ -3,6 +3,8 @@ libxpfo_la_SOURCES += alloc/alloc.h alloc/owner.h alloc/owner.c alloc/policy.h a
 libxpfo_la_SOURCES += alloc/sizeclass.c alloc/pages.c alloc/heap.h alloc/heap.c alloc/slab.c alloc/run.c alloc/harden.c alloc/uffd.c
 # secret compartments' backing and alias views (the secret issue)
 libxpfo_la_SOURCES += alloc/backing.h alloc/secret.c alloc/alias.c
+# xpfo_move (issue 34): a block of any size to another compartment
+libxpfo_la_SOURCES += alloc/move.c
 # xpfo_lock_thread (the sandbox issue): the filter, its executor
 libxpfo_la_SOURCES += alloc/sandbox.h alloc/sandbox.c alloc/executor.c
 libxpfo_la_LIBADD += $(SECCOMP_LIBS)

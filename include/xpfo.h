@@ -86,6 +86,45 @@ XPFO_API void *xpfo_aligned_alloc_in(xpfo_compartment_t *c, size_t align, size_t
  * interior, freed or foreign pointer; bad handle), or the errno of a failed
  * syscall (p is then unchanged). */
 XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
+/* Move the live block p (any size, any allocation of this heap) to
+ * compartment `to` and return where it lives now: p itself when it is a
+ * page run that can change owner in place (as xpfo_transfer: fresh frames,
+ * the old owner's mappings gone), otherwise a new block in to's own pages
+ * holding p's bytes, at least malloc_usable_size(p) long, and p is freed
+ * (revoked from its old owner): a block under 4096 bytes, root's blocks up
+ * to 16 KiB made before the first compartment, and a page run of or into a
+ * compartment a thread was locked into.  Use the result, never p again
+ * unless they are equal.  `to` may be closed to the caller: the bytes get
+ * there without opening it.  NULL with errno, p untouched and still valid:
+ * EINVAL (p is not a live block's start: NULL, freed, interior, foreign;
+ * `to` is not a live compartment), ENOMEM, EIO (`to` was poisoned by a
+ * failed close), EPERM (the calling thread is locked and p is not its
+ * compartment's, or p would have to be copied into another compartment: a
+ * locked thread may give away only its own page runs, in place; or p
+ * would be copied from or into root while a STRICT compartment is
+ * inside), or the errno of a failed system call.  Who moves a locked
+ * compartment's result out: the unlocked thread (docs/security.md,
+ * "Moving data in and out"). */
+XPFO_API void *xpfo_move(void *p, xpfo_compartment_t *to);
+/* Write one block (len bytes at p) to the pipe or socket fd as a frame that
+ * xpfo_recv reads: a 16-byte header holding the length, then the bytes.
+ * Short writes and EINTR are retried; a socket is written with
+ * MSG_NOSIGNAL (a closed peer is EPIPE, not SIGPIPE); one sender at a time
+ * per descriptor.  A locked thread may call it (write and sendto are
+ * allowed).  0, or -1 with errno: EINVAL (p NULL and len not 0), or the
+ * errno of write(2)/sendto(2) (part of the frame may be written). */
+XPFO_API int xpfo_send(int fd, const void *p, size_t len);
+/* Read one frame written by xpfo_send from fd into a new block allocated in
+ * `to` (NULL: the caller's current compartment; a closed one is filled
+ * without opening it); *len (len may be NULL) gets its length.  The peer
+ * is not trusted: NULL with errno EMSGSIZE when its length is above max
+ * (nothing allocated; the frame's bytes are left unread: close fd),
+ * EPROTO for a malformed header or a frame cut short by end of file
+ * (nothing kept), ENODATA at end of file before a frame, EINVAL (`to` is
+ * not a live compartment), EPERM (a locked thread and `to` is not its
+ * compartment), ENOMEM, or the errno of read(2).  Blocks until the whole
+ * frame came, without holding any of xpfo's locks. */
+XPFO_API void *xpfo_recv(int fd, xpfo_compartment_t *to, size_t max, size_t *len);
 
 /* Confine the calling thread to c for the rest of its life: it enters c
  * (STRICT: root's pages out of its reach), can no longer enter or leave

@@ -14,6 +14,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -623,6 +624,60 @@ int os_dup_high(int fd)
 	int r = fcntl(fd, F_DUPFD_CLOEXEC, 100);
 	errno = saved;
 	return r;
+}
+
+/* One chunk out: a socket with MSG_NOSIGNAL (a closed peer is EPIPE, not
+ * SIGPIPE), anything else (ENOTSOCK: a pipe) with write. */
+static ssize_t send_some(int fd, const char *buf, size_t n, bool *sock)
+{
+	if (*sock) {
+		ssize_t r = sendto(fd, buf, n, MSG_NOSIGNAL, NULL, 0);
+		if (r >= 0 || errno != ENOTSOCK)
+			return r;
+		*sock = false;
+	}
+	return write(fd, buf, n);
+}
+
+int os_send_all(int fd, const void *buf, size_t n)
+{
+	int saved = errno, e = 0;
+	bool sock = true;
+	const char *c = buf;
+	while (n) {
+		ssize_t r = send_some(fd, c, n, &sock);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			e = errno;
+			break;
+		}
+		c += r;
+		n -= (size_t)r;
+	}
+	errno = saved;
+	return e;
+}
+
+int os_recv_all(int fd, void *buf, size_t n, size_t *got)
+{
+	int saved = errno, e = 0;
+	char *c = buf;
+	*got = 0;
+	while (*got < n) {
+		ssize_t r = read(fd, c + *got, n - *got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			e = errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		*got += (size_t)r;
+	}
+	errno = saved;
+	return e;
 }
 
 long os_gettid(void)

@@ -93,6 +93,15 @@ long os_thread_count(void);
 int os_random(void *buf, size_t n);
 /* write(2) all of buf to fd, retrying on EINTR; errors ignored. */
 void os_write(int fd, const char *buf, size_t n);
+/* xpfo_send and xpfo_recv's transport (the caller's descriptor, any
+ * bytes, no alignment).  os_send_all: all of buf to fd, retrying on EINTR
+ * and short writes; a socket is written with MSG_NOSIGNAL (a closed peer
+ * is EPIPE, never SIGPIPE), a pipe or file with write.  0 or the errno.
+ * os_recv_all: read until n bytes, end of file or an error, retrying on
+ * EINTR; *got says how many came.  0 (end of file when *got < n) or the
+ * errno. */
+int os_send_all(int fd, const void *buf, size_t n);
+int os_recv_all(int fd, void *buf, size_t n, size_t *got);
 /* Read a small file into buf (NUL-terminated); returns bytes or -errno. */
 long os_read_file(const char *path, char *buf, size_t n);
 long os_gettid(void);

@@ -69,3 +69,19 @@ tests_sandbox_alloc_static_CFLAGS = $(sandbox_cflags)
 tests_sandbox_alloc_static_LDADD = $(sandbox_ldadd)
 tests_sandbox_alloc_static_LDFLAGS = -all-static
 QEMU_TEST_BINARIES += tests/sandbox/alloc-static$(EXEEXT)
+
+# xpfo_move, xpfo_send and xpfo_recv (issue 34): both deployments; the
+# pkeys thread deployment in the QEMU rig.
+check_PROGRAMS += tests/sandbox/dataflow tests/sandbox/dataflow-static
+TESTS += tests/sandbox/dataflow
+tests_sandbox_dataflow_SOURCES = tests/sandbox/dataflow.c tests/testutil.c tests/testutil.h
+tests_sandbox_dataflow_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_dataflow_CFLAGS = $(sandbox_cflags)
+tests_sandbox_dataflow_LDADD = $(sandbox_ldadd)
+tests_sandbox_dataflow_LDFLAGS = -no-install
+tests_sandbox_dataflow_static_SOURCES = tests/sandbox/dataflow.c tests/testutil.c tests/testutil.h
+tests_sandbox_dataflow_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_dataflow_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_dataflow_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_dataflow_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/dataflow-static$(EXEEXT)
