@@ -35,8 +35,8 @@ one of these:
   message     xpfo's message lines ("xpfo: ..."): each must match a line
               that tests/docs/messages makes xpfo print (every case of it
               is run once), placeholders in capitals (ADDRESS, TID, NAME,
-              KIND, WHAT, OWNER), "..." and the example's numbers standing
-              for any value.
+              KIND, WHAT, OWNER), "...", the example's numbers and quoted
+              compartment names standing for any value.
   quickstart  README's "./setup.sh / make check-all": the script exists
               and is executable, each make target exists (not run: they
               install packages and run every test, this one included).
@@ -296,9 +296,11 @@ PLACEHOLDERS = {"ADDRESS": r"0x[0-9a-f]+", "TID": r"\d+", "NAME": r"[^\"]*", "KI
 
 def message_pattern(line):
     rx = ""
-    for p in re.split(r"(0x[0-9a-f]*\.\.\.|0x\.\.\.|0x[0-9a-f]+|\.\.\.|\d+|\b[A-Z]{3,}\b)", line):
+    for p in re.split(r"(0x[0-9a-f]*\.\.\.|0x\.\.\.|0x[0-9a-f]+|\.\.\.|\d+|\b[A-Z]{3,}\b|\"[^\"]*\")", line):
         if p in PLACEHOLDERS:
             rx += PLACEHOLDERS[p]
+        elif p.startswith('"'):  # a compartment's name: the example's own
+            rx += r'"[^"]*"'
         elif p.startswith("0x"):
             rx += r"0x[0-9a-f]+"
         elif p == "...":
