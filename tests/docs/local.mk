@@ -6,8 +6,8 @@ tests_docs_messages_SOURCES = tests/docs/messages.c
 tests_docs_messages_CFLAGS = $(AM_CFLAGS) -fno-builtin
 tests_docs_messages_LDADD = libxpfo.la -lpthread
 tests_docs_messages_LDFLAGS = -no-install
-TESTS += tests/docs/blocks.sh
-EXTRA_DIST += tests/docs/blocks.sh tests/docs/blocks.py \
-	tests/docs/prelude.h
+TESTS += tests/docs/blocks.sh tests/docs/tutorial.sh
+EXTRA_DIST += tests/docs/blocks.sh tests/docs/tutorial.sh tests/docs/blocks.py \
+	tests/docs/prelude.h docs/tutorial.md
 AM_TESTS_ENVIRONMENT += DOCS_CC='$(CC)'; export DOCS_CC; \
 	DOCS_MESSAGES='$(abs_top_builddir)/tests/docs/messages$(EXEEXT)'; export DOCS_MESSAGES;
