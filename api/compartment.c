@@ -71,11 +71,40 @@ XPFO_EXPORT int xpfo_transfer(void *p, xpfo_compartment_t *to)
 	return comp_transfer(p, to);
 }
 
-XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
+static int lock_thread(xpfo_compartment_t *c, unsigned flags)
 {
 	XPFO_ENTRY;
 	int e = sandbox_lock(tstate_get(), c, flags);
 	return e ? fail_int(e) : 0;
+}
+
+/* Would stdout's buffer be out of a thread locked into c: a block of
+ * another owner (root's, once the program printed), or none yet (the
+ * first printf would put it in c, where on pkeys the other threads sharing
+ * stdout cannot reach it)?  Not for a lock that fails at once. */
+static bool lock_stdout_in_the_way(xpfo_compartment_t *c)
+{
+	XPFO_ENTRY;
+	tstate_get();
+	bool unbuffered;
+	const void *buf = os_stdout_buffer(&unbuffered);
+	if (unbuffered || tl_sandbox_locked || c == &comp_root || !comp_check(c))
+		return false;
+	if (!buf)
+		return true;
+	uintptr_t a = (uintptr_t)buf;
+	struct blk b;
+	return in_heap(a) && owner_lookup(a, &b) == BLK_OK && comp_table[b.owner] != c;
+}
+
+/* stdio in a locked thread (README, "stdio in a locked thread"): stdout
+ * is made unbuffered first, outside xpfo's entry (the C library frees its
+ * buffer with free). */
+XPFO_EXPORT int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags)
+{
+	if (lock_stdout_in_the_way(c))
+		os_stdout_unbuffer();
+	return lock_thread(c, flags);
 }
 
 XPFO_EXPORT int xpfo_share_fd(void *p, unsigned flags)

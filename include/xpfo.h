@@ -103,8 +103,8 @@ XPFO_API int xpfo_transfer(void *p, xpfo_compartment_t *to);
  * locked thread may give away only its own page runs, in place; or p
  * would be copied from or into root while a STRICT compartment is
  * inside), or the errno of a failed system call.  Who moves a locked
- * compartment's result out: the unlocked thread (docs/security.md,
- * "Moving data in and out"). */
+ * compartment's result out: the unlocked thread (README, "Moving data in
+ * and out of a locked compartment"). */
 XPFO_API void *xpfo_move(void *p, xpfo_compartment_t *to);
 /* Write one block (len bytes at p) to the pipe or socket fd as a frame that
  * xpfo_recv reads: a 16-byte header holding the length, then the bytes.
@@ -138,7 +138,10 @@ XPFO_API void *xpfo_recv(int fd, xpfo_compartment_t *to, size_t max, size_t *len
  * root_key=0 or none free at start; reported), EAGAIN (pkeys: no key free
  * for c; reported), EBUSY (pkeys: another live thread is locked into c:
  * one per compartment; reported), ENOSYS (no seccomp).  On pkeys other
- * threads keep root, but not in signal handlers (docs/security.md). */
+ * threads keep root, but not in signal handlers (docs/security.md).
+ * stdout: unless its buffer is c's or outside xpfo's heap (or it is
+ * unbuffered), it is flushed and made unbuffered first, for every thread
+ * (README, "stdio in a locked thread"). */
 XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
 #define XPFO_LOCK_KILL 0x1u /* a denied syscall kills the process (after the report) instead of failing with EPERM */
 

@@ -45,6 +45,19 @@ for f in $(sed -n 's/^XPFO_API .*[ *]\(xpfo_[a-z0-9_]*\)(.*/\1/p' "$top_srcdir/i
 done
 pass "xpfo(3) names every XPFO_API function of include/xpfo.h"
 
+# xpfo(3) says one thing about threads and the lock (issue 34): BUGS once
+# said the lock refuses other threads on pkeys too, while DESCRIPTION,
+# ERRORS, xpfo.h and README (and the QEMU rig's tests) say pkeys with
+# root_key allows them.
+MANPAGER=cat MANWIDTH=200 man -l "$top_srcdir/man/xpfo.3" 2>/dev/null |
+	sed -n '/^BUGS/,$p' > "$tmp/bugs"
+grep -q 'pkeys backend too' "$tmp/bugs" && fail "xpfo(3) BUGS: the lock refuses other threads on pkeys too"
+grep -q 'With that key, on pkeys, other threads may be alive' "$tmp/bugs" ||
+	fail "xpfo(3) BUGS does not say that pkeys with root_key allows other threads"
+grep -q 'the lock then needs one thread' "$top_srcdir/README.md" ||
+	fail "README's root_key row no longer says when the lock needs one thread"
+pass "xpfo(3) BUGS agrees with DESCRIPTION on threads and the lock"
+
 # The EXAMPLES program, against the build tree's header and library.
 sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$top_srcdir/man/xpfo.3" |
 	sed -n '/^\.Bd -literal/,/^\.Ed/p' | sed '1d;$d' | sed 's/\\e/\\/g' > "$tmp/ex.c"

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -678,6 +679,26 @@ int os_recv_all(int fd, void *buf, size_t n, size_t *got)
 	}
 	errno = saved;
 	return e;
+}
+
+const void *os_stdout_buffer(bool *unbuffered)
+{
+#ifdef __GLIBC__
+	/* an unbuffered stream's buffer is the byte inside the FILE */
+	*unbuffered = stdout->_IO_buf_base == stdout->_shortbuf;
+	return stdout->_IO_buf_base;
+#else
+	*unbuffered = false;
+	return NULL;
+#endif
+}
+
+void os_stdout_unbuffer(void)
+{
+	int saved = errno;
+	fflush(stdout);
+	setvbuf(stdout, NULL, _IONBF, 0);
+	errno = saved;
 }
 
 long os_gettid(void)

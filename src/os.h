@@ -102,6 +102,13 @@ void os_write(int fd, const char *buf, size_t n);
  * errno. */
 int os_send_all(int fd, const void *buf, size_t n);
 int os_recv_all(int fd, void *buf, size_t n, size_t *got);
+/* stdout for a thread about to be locked (api/compartment.c).
+ * os_stdout_buffer: where stdout's buffer is (NULL: none yet, or not
+ * known outside glibc) and whether it is unbuffered.  os_stdout_unbuffer:
+ * flush it (write) and make it unbuffered; the C library frees the buffer
+ * it had allocated (free). */
+const void *os_stdout_buffer(bool *unbuffered);
+void os_stdout_unbuffer(void);
 /* Read a small file into buf (NUL-terminated); returns bytes or -errno. */
 long os_read_file(const char *path, char *buf, size_t n);
 long os_gettid(void);

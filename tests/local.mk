@@ -74,6 +74,11 @@ tests_statsprint_LDFLAGS = $(tests_linked_ldflags)
 TESTS += tests/statsprint tests/stats-json.sh
 EXTRA_DIST += tests/stats-json.sh
 
+# README's build from source and its rpath line, from a temporary prefix;
+# README's C programs, built and run as written.
+TESTS += tests/prefix.sh tests/readme.sh
+EXTRA_DIST += tests/prefix.sh tests/readme.sh
+
 # XPFO_OPTIONS is ignored in a set-user-ID program (AT_SECURE).
 check_PROGRAMS += tests/privileged
 tests_privileged_SOURCES = tests/privileged.c

@@ -6,7 +6,7 @@
 # malloc stays glibc's, plus AddressSanitizer and UBSan on both.
 FUZZ_CC = clang-14
 FUZZ_SECONDS = 60
-FUZZ_TARGETS = ops options threads
+FUZZ_TARGETS = ops options threads recv
 FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -pthread -D_GNU_SOURCE -fvisibility=hidden \
 	-I$(top_builddir) -I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_srcdir)/alloc -I$(top_srcdir)/api \
@@ -27,5 +27,5 @@ fuzz: fuzz-build
 	done; exit $$st
 
 CLEANFILES += $(fuzz_bins)
-EXTRA_DIST += tests/fuzz/fuzz.h tests/fuzz/ops.c tests/fuzz/options.c tests/fuzz/threads.c \
+EXTRA_DIST += tests/fuzz/fuzz.h tests/fuzz/ops.c tests/fuzz/options.c tests/fuzz/threads.c tests/fuzz/recv.c \
 	tests/fuzz/run.sh tests/fuzz/corpus

@@ -23,7 +23,9 @@
  *    into the compartment as in the pkeys deployment: it gives its page
  *    run away itself, may not copy (EPERM), and the service thread takes
  *    the rest after it handed them over (copies: a locked compartment's
- *    runs never change owner in place from outside).
+ *    runs never change owner in place from outside): once after the
+ *    worker's exit (join), once by a pipe while the worker still lives.
+ *    Also a block between two compartments closed to the caller.
  */
 #include "testutil.h"
 
@@ -114,6 +116,19 @@ static void move_cases(xpfo_compartment_t *c, char *pre1000, char *pre8192)
 	CHECK(t && t != s && xpfo_owner(t) == root && tu_verify(t, 100, 14) == (size_t)-1,
 	      "100 bytes of a closed compartment to root: %s", t ? "bytes" : strerror(errno));
 	free(t);
+
+	/* between two compartments closed to the caller (a page at a time
+	 * through a buffer) */
+	xpfo_compartment_t *d = xpfo_compartment_create("other", 0);
+	char *u = xpfo_malloc_in(c, 3000);
+	prev = xpfo_enter(c);
+	tu_fill(u, 3000, 16);
+	xpfo_leave(prev);
+	char *x = xpfo_move(u, d);
+	CHECK(x && x != u && xpfo_owner(x) == d && in_comp(d, x, 3000, 16),
+	      "3000 bytes between closed compartments: %s", x ? "owner or bytes" : strerror(errno));
+	free(x);
+	xpfo_compartment_destroy(d);
 
 	/* errors: p untouched and valid */
 	char *v = malloc(100);
@@ -410,6 +425,8 @@ struct handover {
 	char *in;          /* moved into c by the service thread, before the lock */
 	char *small, *run, *given; /* the results */
 	int err;           /* what went wrong in the worker */
+	int alive;         /* the hand-over by pipes, the worker alive meanwhile */
+	int done[2], go[2];
 };
 
 static void *worker(void *arg)
@@ -440,12 +457,21 @@ static void *worker(void *arg)
 			h->err = 4;
 	} else
 		xpfo_leave(prev);
+	if (h->alive) {
+		/* a locked thread's hand-over: a byte on a pipe, then it
+		 * waits (write and read are allowed) */
+		char b = 1;
+		if (write(h->done[1], &b, 1) != 1 || read(h->go[0], &b, 1) != 1)
+			h->err = 5;
+	}
 	return NULL;
 }
 
-static void thread_handover(int lock)
+static void thread_handover(int lock, int alive)
 {
-	struct handover h = { .lock = lock };
+	struct handover h = { .lock = lock, .alive = alive };
+	if (alive && (pipe(h.done) || pipe(h.go)))
+		tu_hard_error("pipe");
 	h.c = xpfo_compartment_create(lock ? "locked" : "worker", 0);
 	h.in = xpfo_move(input[0], h.c); /* 1000 bytes made before any compartment */
 	CHECK(h.in && h.in != input[0], "the input into the worker's compartment: %s",
@@ -456,7 +482,9 @@ static void thread_handover(int lock)
 	pthread_t th;
 	if (pthread_create(&th, NULL, worker, &h))
 		tu_hard_error("pthread_create");
-	pthread_join(th, NULL); /* the hand-over */
+	char b;
+	if (alive ? read(h.done[0], &b, 1) != 1 : pthread_join(th, NULL) != 0) /* the hand-over */
+		tu_hard_error("the hand-over");
 	CHECK(h.err == 0, "worker (lock %d): step %d failed", lock, h.err);
 	if (h.err)
 		return;
@@ -474,6 +502,13 @@ static void thread_handover(int lock)
 	free(s);
 	free(r);
 	free(h.given);
+	if (alive) {
+		b = 0;
+		if (write(h.go[1], &b, 1) != 1 || pthread_join(th, NULL))
+			tu_hard_error("the worker's end");
+		CHECK(h.err == 0, "worker (alive): step %d failed", h.err);
+		close(h.done[0]), close(h.done[1]), close(h.go[0]), close(h.go[1]);
+	}
 	CHECK(xpfo_compartment_destroy(h.c) == 0, "destroy after the hand-over: %s", strerror(errno));
 }
 
@@ -500,11 +535,13 @@ int main(void)
 		tu_hard_error("xpfo_compartment_create: %s", strerror(errno));
 	move_cases(c, pre1000, pre8192);
 	frame_cases(c);
-	thread_handover(0);
+	thread_handover(0, 0);
 	if (strcmp(xpfo_backend(), "pkeys") == 0) {
-		input[0] = malloc(1000);
-		tu_fill(input[0], 1000, 20);
-		thread_handover(1);
+		for (int alive = 0; alive < 2; alive++) {
+			input[0] = malloc(1000);
+			tu_fill(input[0], 1000, 20);
+			thread_handover(1, alive);
+		}
 	}
 	xpfo_compartment_destroy(c);
 	tu_exit();

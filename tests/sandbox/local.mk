@@ -85,3 +85,18 @@ tests_sandbox_dataflow_static_CFLAGS = $(sandbox_cflags)
 tests_sandbox_dataflow_static_LDADD = $(sandbox_ldadd)
 tests_sandbox_dataflow_static_LDFLAGS = -all-static
 QEMU_TEST_BINARIES += tests/sandbox/dataflow-static$(EXEEXT)
+
+# stdio in a locked thread (issue 34): fork on the host, thread on pkeys.
+check_PROGRAMS += tests/sandbox/stdio tests/sandbox/stdio-static
+TESTS += tests/sandbox/stdio
+tests_sandbox_stdio_SOURCES = tests/sandbox/stdio.c tests/testutil.c tests/testutil.h
+tests_sandbox_stdio_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_stdio_CFLAGS = $(sandbox_cflags)
+tests_sandbox_stdio_LDADD = $(sandbox_ldadd)
+tests_sandbox_stdio_LDFLAGS = -no-install
+tests_sandbox_stdio_static_SOURCES = tests/sandbox/stdio.c tests/testutil.c tests/testutil.h
+tests_sandbox_stdio_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_stdio_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_stdio_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_stdio_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/stdio-static$(EXEEXT)
