@@ -48,6 +48,17 @@ one of these:
               library's soname and the Debian package installs it in that
               directory; the options given run without a warning.
   layout      README's layout: every path in the left column exists.
+  output      a ```text block after "It prints:": exactly the standard
+              output of the C program just before it (README.md).
+  build       README's "Building from source": every package of the
+              apt-get line is installed and in .ci/setup's PKGS; the build
+              lines (autoreconf, ./configure --prefix, make, make install)
+              are run by tests/prefix.sh into a temporary prefix, so here
+              only tests/prefix.sh's doing so is checked.
+  prefix      README's PKG_CONFIG_PATH and cc ... -Wl,-rpath line:
+              tests/prefix.sh builds and runs a program with exactly that
+              cc line (it takes it from README.md); checked here: it is
+              the line tests/prefix.sh takes.
   commands    examples/*/README.md: shell lines that start a service and
               send it a request, run as one script from the build
               directory (sh -e), with /tmp/NAME.sock replaced by a socket in
@@ -80,10 +91,7 @@ failures = []
 
 # Blocks known to fail, by a line they hold, with the reason; such a block
 # must fail (a pass is reported, so that the entry goes).
-KNOWN_BROKEN = {
-    "void *out = d->buffer;": "issue 34, point 4: README's compartment example reads the parser's "
-    "block after leaving the compartment (sbx-dataflow rewrites it with xpfo_move)",
-}
+KNOWN_BROKEN = {}
 
 
 def fail(block, why):
@@ -167,6 +175,14 @@ def classify(b):
         return "console"
     if all(line.startswith("xpfo: ") for line in joined(t)):
         return "message"
+    if info == "text":
+        return "output"
+    if first.startswith("sudo apt-get install "):
+        return "build"
+    if first.startswith("export PKG_CONFIG_PATH="):
+        return "prefix"
+    if sum(bool(re.match(r"^\S+/\s{2,}\S", line)) for line in t.split("\n")) >= 3:
+        return "layout"
     if re.search(r"^#include|;\s*(/\*.*\*/)?\s*$", t, re.M):
         return "c-program" if re.search(r"^(\w.*\b)?main\s*\(", t, re.M) else "c-fragment"
     if first == "./setup.sh":
@@ -177,8 +193,6 @@ def classify(b):
         return "synopsis"
     if first == "[Service]":
         return "systemd"
-    if sum(bool(re.match(r"^\S+/?\s{2,}\S", line)) for line in t.split("\n")) >= 3:
-        return "layout"
     return "unknown"
 
 
@@ -206,13 +220,51 @@ def compile_and_run(b, source, work, cflags=()):
         return
     env = dict(os.environ)
     env.pop("XPFO_OPTIONS", None)
-    rc, out = run([exe], cwd=work, env=env)
-    if rc != 0 or BAD_XPFO.search(out):
-        fail(b, f"exit {rc}:\n{out}")
+    p = subprocess.run([exe], cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    if p.returncode != 0 or BAD_XPFO.search(out + err):
+        fail(b, f"exit {p.returncode}:\n{out}{err}")
+    global last_stdout
+    last_stdout = out
+
+
+last_stdout = None
 
 
 def check_c_program(b, work):
     compile_and_run(b, b["text"] + "\n", work)
+
+
+def check_output(b, work):
+    if last_stdout is None:
+        fail(b, "no C program before it")
+    elif last_stdout.rstrip("\n") != b["text"].rstrip("\n"):
+        fail(b, f"the program before it printed:\n{last_stdout}")
+
+
+def check_build(b, work):
+    lines = [line for line in b["text"].split("\n") if line.strip()]
+    with open(os.path.join(SRC, ".ci/setup")) as f:
+        setup = f.read()
+    pkgs = set(re.search(r'PKGS="([^"]*)"', setup).group(1).split())
+    for p in lines[0].split()[3:]:
+        rc, out = run(["dpkg-query", "-W", "-f=${Status}", p])
+        if p not in pkgs or "install ok installed" not in out:
+            fail(b, f"package {p}: not in .ci/setup's PKGS or not installed")
+    with open(os.path.join(SRC, "tests/prefix.sh")) as f:
+        prefix = f.read()
+    for step in ("autoreconf -fi", "./configure", "--prefix=", "make -j", "make install"):
+        if not any(step in line for line in lines[1:]) or step not in prefix:
+            fail(b, f"'{step}': not in the block, or not run by tests/prefix.sh")
+
+
+def check_prefix(b, work):
+    cc = [line.strip() for line in b["text"].split("\n") if "-Wl,-rpath," in line]
+    with open(os.path.join(SRC, "README.md")) as f:
+        first = [line.strip() for line in f if "-Wl,-rpath," in line][:1]
+    if not cc or cc[:1] != first:
+        fail(b, "its cc line is not the one tests/prefix.sh runs (the first README line with -Wl,-rpath,)")
 
 
 def check_c_fragment(b, work):
@@ -412,7 +464,8 @@ def check_file(b, work):
 
 CHECKS = {"c-program": check_c_program, "c-fragment": check_c_fragment, "message": check_message,
           "quickstart": check_quickstart, "synopsis": check_synopsis, "systemd": check_systemd,
-          "layout": check_layout, "file": check_file, "commands": check_commands}
+          "layout": check_layout, "file": check_file, "commands": check_commands,
+          "output": check_output, "build": check_build, "prefix": check_prefix}
 
 
 def console_env(work):
