@@ -99,10 +99,9 @@ static void child_decode(char *req, size_t n, int out)
 	xpfo_compartment_t *c = xpfo_compartment_create("decoder", XPFO_COMPARTMENT_STRICT);
 	char *in = c ? xpfo_move(req, c) : NULL;
 	if (!in || (lock_on ? xpfo_lock_thread(c, 0) : !xpfo_enter(c))) {
-		char msg[128];
-		int len = snprintf(msg, sizeof msg, "error: cannot lock the decoder: %s\n", strerror(errno));
-		write_all(out, msg, (size_t)len); /* not a framed block: the parent sees EPROTO */
-		_exit(1);
+		char msg[128]; /* still root's thread: xpfo_send takes any memory */
+		snprintf(msg, sizeof msg, "error: cannot lock the decoder: %s\n", strerror(errno));
+		_exit(xpfo_send(out, msg, strlen(msg) + 1) ? 1 : 0);
 	}
 	char *reply = pngd_decode((unsigned char *)in, n);
 	if (!reply || xpfo_send(out, reply, strlen(reply) + 1))

@@ -55,6 +55,14 @@ out=$("$dir/pngd" --stdin <"$tmp/valid-1.png" 2>"$tmp/out/stdin.log")
 [ "$out" = "$(cat "$tmp/valid-1.txt")" ] || fail "--stdin: '$out' ($(cat "$tmp/out/stdin.log"))"
 [ -s "$tmp/out/stdin.log" ] && fail "--stdin wrote to stderr: $(cat "$tmp/out/stdin.log")"
 
+# a lock that cannot be had fails the request, and says why (the warning
+# on stderr, the reason in the reply): the decoder never runs unlocked
+out=$(XPFO_OPTIONS=lock_segments=65536 "$dir/pngd" --mode=fork --stdin <"$tmp/valid-1.png" 2>"$tmp/out/nolock.log")
+[ "$out" = "error: cannot lock the decoder: Cannot allocate memory" ] ||
+	fail "a refused lock: '$out' ($(cat "$tmp/out/nolock.log"))"
+grep -q '^xpfo: warning: sandbox: lock refused: ' "$tmp/out/nolock.log" ||
+	fail "a refused lock, no warning: $(cat "$tmp/out/nolock.log")"
+
 # the thread mode needs pkeys: on mprotect the lock refuses (EPERM: another
 # thread is alive), and the service says so and goes on
 if [ "$(XPFO_OPTIONS=verbose=1 "$dir/pngd" --stdin </dev/null 2>&1 | grep -c 'backend pkeys')" = 0 ]; then
