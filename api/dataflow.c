@@ -58,8 +58,9 @@ static int recv_target(xpfo_compartment_t *to, struct recv_to *r)
 	r->c = to ? comp_check(to) : t->heap->comp;
 	if (!r->c)
 		return EINVAL;
-	/* a locked thread allocates only in its own compartment */
-	if (tl_sandbox_locked && r->c != t->heap->comp)
+	/* a locked thread allocates only in its own compartment; root's
+	 * pages are closed while a STRICT compartment is inside */
+	if (tl_sandbox_locked ? r->c != t->heap->comp : r->c == &comp_root && comp_root_closed_by())
 		return EPERM;
 	r->direct = comp_reaches(t, r->c);
 	return 0;

@@ -122,7 +122,8 @@ XPFO_API int xpfo_send(int fd, const void *p, size_t len);
  * EPROTO for a malformed header or a frame cut short by end of file
  * (nothing kept), ENODATA at end of file before a frame, EINVAL (`to` is
  * not a live compartment), EPERM (a locked thread and `to` is not its
- * compartment), ENOMEM, or the errno of read(2).  Blocks until the whole
+ * compartment; `to` is root while a STRICT compartment is inside), ENOMEM,
+ * or the errno of read(2).  Blocks until the whole
  * frame came, without holding any of xpfo's locks. */
 XPFO_API void *xpfo_recv(int fd, xpfo_compartment_t *to, size_t max, size_t *len);
 

@@ -130,6 +130,40 @@ static void move_cases(xpfo_compartment_t *c, char *pre1000, char *pre8192)
 	free(x);
 	xpfo_compartment_destroy(d);
 
+	/* inside a STRICT compartment root's pages are closed: no copy from
+	 * or into root, no frame received into root (EPERM); its own block
+	 * to another compartment still moves */
+	xpfo_compartment_t *st = xpfo_compartment_create("strict", XPFO_COMPARTMENT_STRICT);
+	char *rb = malloc(200);
+	int sp[2];
+	if (!st || !rb || pipe(sp))
+		tu_hard_error("strict case: %s", strerror(errno));
+	prev = xpfo_enter(st);
+	CHECK(prev != NULL, "enter STRICT: %s", strerror(errno));
+	char *own = malloc(200);
+	errno = 0;
+	char *m1 = xpfo_move(own, root);
+	int e1 = errno;
+	errno = 0;
+	char *m2 = xpfo_move(rb, st);
+	int e2 = errno;
+	char *m3 = xpfo_move(own, c);
+	int e3 = errno;
+	xpfo_send(sp[1], "abc", 3);
+	errno = 0;
+	void *m4 = xpfo_recv(sp[0], root, 10, NULL);
+	int e4 = errno;
+	if (prev)
+		xpfo_leave(prev);
+	CHECK(!m1 && e1 == EPERM, "STRICT: its block to root: %p errno %d", (void *)m1, e1);
+	CHECK(!m2 && e2 == EPERM, "STRICT: root's block in: %p errno %d", (void *)m2, e2);
+	CHECK(m3 && xpfo_owner(m3) == c, "STRICT: its block to another compartment: errno %d", e3);
+	CHECK(!m4 && e4 == EPERM, "STRICT: a frame into root: %p errno %d", m4, e4);
+	free(m3);
+	free(rb);
+	close(sp[0]), close(sp[1]);
+	xpfo_compartment_destroy(st);
+
 	/* errors: p untouched and valid */
 	char *v = malloc(100);
 	tu_fill(v, 100, 15);
@@ -492,6 +526,11 @@ static void thread_handover(int lock, int alive)
 		CHECK(xpfo_move(h.given, root) == h.given, "an unlocked compartment's run: not in place");
 	CHECK(xpfo_owner(h.given) == root && tu_verify(h.given, 30000, 42) == (size_t)-1,
 	      "the run the worker gave away (lock %d)", lock);
+	/* the service's check of a handed-over pointer (README): the locked
+	 * compartment's, not root's (a forged hand-over of root's block
+	 * would be moved as it is) */
+	CHECK(xpfo_owner(h.small) == h.c && xpfo_owner(h.run) == h.c && xpfo_owner(input[1]) == root,
+	      "owners of the handed-over results (lock %d)", lock);
 	char *s = xpfo_move(h.small, root);
 	CHECK(s && s != h.small && xpfo_owner(s) == root && tu_verify(s, 700, 20) == (size_t)-1,
 	      "the small result (lock %d): %s", lock, s ? "owner or bytes" : strerror(errno));
