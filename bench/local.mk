@@ -90,6 +90,13 @@ bench-sandbox: all
 	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/bench/sandbox.sh
 EXTRA_DIST += bench/sandbox.sh
 
+# The PNG service (examples/pngd), locked vs not vs fork per request
+# without xpfo (issue 34): bench/results/pngd.md.
+.PHONY: bench-pngd
+bench-pngd: all
+	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/bench/pngd.sh
+EXTRA_DIST += bench/pngd.sh
+
 # xb-pairs: small malloc/free pairs for callgrind instruction counts
 # (bench/pairs.sh; issue 11's ablation table in bench/README.md).
 EXTRA_PROGRAMS += bench/xb-pairs

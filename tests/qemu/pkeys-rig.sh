@@ -45,6 +45,10 @@ guest_args() {
 	# 10,000 on the host; each cycle is several syscalls under TCG
 	alias-static) echo "--cycles 2500" ;;
 	stress-static) echo "--seconds 3" ;;
+	# examples/pngd: 50 valid and 50 malformed files (1,000 of each on
+	# the host, through the socket), thread mode on pkeys, fork on mprotect
+	pngd-static) echo "--self-test 50" ;;
+	pngd-bug-static) echo "--self-test-exploit" ;;
 	# ids still run out (EMFILE) and are recycled; STRICT after join
 	apimisuse-static)
 		if [ $quick = 1 ]; then echo "--rounds 10 --joins 100"; else echo "--rounds 20 --joins 200"; fi ;;
