@@ -268,7 +268,7 @@ struct xpfo_stats {
 	uint64_t secret_resident_bytes; /* now: their resident frames (smaps Rss) */
 	uint64_t aliases;               /* now: page runs shared with xpfo_share_fd */
 	uint64_t alias_revocations;     /* aliases truncated (or punched) with their pages */
-	/* grants (issue 11) */
+	/* grants */
 	uint64_t regrants_soon;         /* granting syscalls on pages the same thread revoked
 					   from the same owner within `batch` frees before */
 	/* userfaultfd (release=uffd, and the degraded mode where it is armed) */
@@ -291,7 +291,7 @@ struct xpfo_stats {
 	/* thread heaps, continued */
 	uint64_t pages_shed;            /* pages of kept empty slabs retired because their heap
 					   took fresh pages while keeping more than 64 */
-	/* TLB shootdowns (issue 37) */
+	/* TLB shootdowns */
 	uint64_t flush_rounds;          /* system calls that took access or frames away from
 					   mapped pages (mprotect lowering access, pkey_mprotect,
 					   MADV_DONTNEED, guard markers installed (a round a
