@@ -250,6 +250,8 @@ int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, int *ou
 		e = errno;
 	else if (!(e = map_file(NULL, size, PROT_READ | PROT_WRITE, fd, &tmp)))
 		e = copy_replace(addr, size, true, prot, key, tmp);
+	if (!e)
+		e = os_fd_own(fd, true); /* the sandbox closes it in a locked thread */
 	if (e && fd >= 0)
 		close(fd);
 	errno = saved;
@@ -262,7 +264,9 @@ int os_alias_open(int fd, bool write, int *out)
 {
 	int saved = errno;
 	char path[40];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	/* the calling thread's table: /proc/self is the thread group leader's,
+	 * whose table is its own once it is locked (os_sandbox_files) */
+	snprintf(path, sizeof path, "/proc/thread-self/fd/%d", fd);
 	int r = open(path, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	int e = r < 0 ? errno : 0;
 	errno = saved;
@@ -274,21 +278,30 @@ int os_alias_open(int fd, bool write, int *out)
 int os_alias_truncate(int fd)
 {
 	int e = os_injected(OS_OP_ALIAS);
+	if (!e && os_thread_locked())
+		e = EPERM; /* its table holds none of xpfo's descriptors */
 	int saved = errno;
 	if (!e && ftruncate(fd, 0))
 		e = errno;
 	/* no holder can grow it back into new pages under the old mappings */
 	if (!e && fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
 		e = errno;
-	if (!e)
+	if (!e) {
+		os_fd_own(fd, false);
 		close(fd);
+	}
 	errno = saved;
 	return e;
 }
 
+/* A locked thread closed xpfo's descriptors in its own table at the lock:
+ * a number it holds now is its own (received later), never xpfo's. */
 void os_fd_close(int fd)
 {
+	if (os_thread_locked())
+		return;
 	int saved = errno;
+	os_fd_own(fd, false);
 	close(fd);
 	errno = saved;
 }
@@ -296,6 +309,8 @@ void os_fd_close(int fd)
 int os_alias_punch(int fd, size_t off, size_t len)
 {
 	int e = os_injected(OS_OP_ALIAS);
+	if (!e && os_thread_locked())
+		e = EPERM; /* its table holds none of xpfo's descriptors */
 	int saved = errno;
 	if (!e && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
 		e = errno;

@@ -110,6 +110,21 @@ _Noreturn void os_abort(void);
  * (os_read_file, os_count_vmas: EPERM). */
 void os_sandbox_lock(void);
 bool os_thread_locked(void); /* the calling thread is locked */
+/* xpfo's own descriptors (alias memfds, the userfaultfd, /proc/self/mem):
+ * every one xpfo keeps open beyond one call is recorded (os_fd_own true when
+ * it is opened, false before it is closed; EMFILE for a number past 65535,
+ * which the caller closes and fails: a descriptor of xpfo's that the record
+ * does not hold would stay reachable from a locked thread).
+ * os_sandbox_files gives the calling thread a descriptor table of its own
+ * (unshare CLONE_FILES): what it closes there stays open for the other
+ * threads.  os_sandbox_close_own closes every recorded descriptor in the
+ * calling thread's table (the record stays: it is the other threads' too)
+ * but those in keep (numbers the record may hold stale: the lock's own)
+ * and returns how many numbers it closed; from then on the thread must not
+ * use any of them (a number it receives later is not xpfo's). */
+int os_fd_own(int fd, bool own);
+int os_sandbox_files(void);
+unsigned os_sandbox_close_own(const int *keep, unsigned nkeep);
 
 /* ---- secret memory and alias mappings (src/memfd.c) ------------------
  * Same contract.  os_secret_probe: can this process create memfd_secret

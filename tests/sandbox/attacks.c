@@ -622,7 +622,7 @@ static const struct acase cases[] = {
 	{ "forged executor request", a_forged_request, 0, 0,
 	  { DENIED("madvise"), "xpfo: error: cannot purge (changing owner) * pages at * (errno 1): "
 	    "quarantined, never handed to another owner", "?" DENIED("mmap") }, 0, 0 },
-	{ "XPFO_LOCK_KILL", a_kill_flag, SIGSYS, 0, { DENIED("openat") }, 0, 1 },
+	{ "XPFO_LOCK_KILL", a_kill_flag, SIGKILL, 0, { DENIED("openat") }, 0, 1 },
 	{ "the reserved segments used up (lock_segments=2)", a_reservation_out, 0, 0,
 	  { "xpfo: warning: sandbox: compartment \"parser\" has used every segment reserved at its lock (lock_segments=2): its allocations fail (ENOMEM)" }, 0, 1 },
 	{ "XPFO_LOCK_KILL, executor", a_kill_flag_executor, SIGKILL, 0, { DENIED("mprotect") }, 0, 1 },
