@@ -121,6 +121,7 @@ static void pending_confirm(struct executor *x, size_t i0, size_t i1)
 		off_t off = (off_t)((x->hb >> PAGE_SHIFT) + i) * 8;
 		bool read = x->pagemap >= 0 && !x->secret &&
 			    pread(x->pagemap, e, n * 8, off) == (ssize_t)(n * 8);
+		__atomic_add_fetch(&sandbox_shared->pagemap_reads, 1, __ATOMIC_RELAXED);
 		for (size_t k = 0; k < n; k++, i++)
 			if (x->state[i] == PS_PENDING)
 				x->state[i] = read && !(e[k] >> 62) ? PS_FRESH : PS_STALE;

@@ -659,9 +659,10 @@ void sandbox_stats_print(int fd)
 	char buf[256];
 	size_t k = fmt_str(buf, sizeof buf - 1,
 			   "xpfo:   sandbox      %u denied; executor: %u heap calls checked and let through "
-			   "(%u grants, %u closes, %u purges, %u remaps), %u outside the heap",
+			   "(%u grants, %u closes, %u purges, %u remaps; %u page-map reads), %u outside "
+			   "the heap",
 			   sh->denied, sh->granted, sh->grants, sh->closes, sh->purges, sh->remaps,
-			   sh->passed);
+			   sh->pagemap_reads, sh->passed);
 	buf[k++] = '\n';
 	os_write(fd, buf, k);
 }

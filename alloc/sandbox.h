@@ -14,6 +14,7 @@ struct sandbox_shared {
 	uint64_t granted;          /* heap calls the executor let through */
 	uint64_t passed;           /* memory calls outside the heap and metadata */
 	uint64_t grants, closes, purges, remaps;
+	uint64_t pagemap_reads;    /* reads of the page map for pending pages */
 };
 extern struct sandbox_shared *sandbox_shared;
 

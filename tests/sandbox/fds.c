@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #define RUN_SIZE 65536
 #define FD_MAX 65536
@@ -65,7 +66,12 @@ static void share_secret(unsigned flags)
 		_exit(98);
 	}
 	close(fd);
-	/* a secret compartment's block: memfd_secret, where the kernel has it */
+	/* a secret compartment's block: memfd_secret, where the kernel has it
+	 * (Debian's 6.1 in the QEMU rig needs secretmem.enable=1) */
+	long sfd = syscall(SYS_memfd_secret, 0);
+	if (sfd < 0)
+		return;
+	close((int)sfd);
 	xpfo_compartment_t *v = xpfo_compartment_create("vault", XPFO_COMPARTMENT_SECRET);
 	xpfo_compartment_t *prev = v ? xpfo_enter(v) : NULL;
 	if (prev) {
