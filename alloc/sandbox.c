@@ -548,6 +548,7 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	 * keep theirs.  With one thread (mprotect, a fork child) the table is
 	 * the process's and closing them there is what is meant. */
 	bool private = lock_keyed();
+	os_sandbox_lock(); /* /proc/self/mem: closed in the process's table */
 	if (private && (e = os_sandbox_files()))
 		return lock_undo_gate(prev, 0, e);
 	int sv[2];
@@ -556,7 +557,6 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 			lock_fail_private(errno);
 		return lock_undo_gate(prev, 0, errno);
 	}
-	os_sandbox_lock();
 	pid_t ex = executor_start(c, flags, sv);
 	if (ex < 0) {
 		close(sv[0]);
