@@ -552,10 +552,10 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	if (private && (e = os_sandbox_files()))
 		return lock_undo_gate(prev, 0, e);
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+	if ((e = os_socketpair(sv))) {
 		if (private)
-			lock_fail_private(errno);
-		return lock_undo_gate(prev, 0, errno);
+			lock_fail_private(e);
+		return lock_undo_gate(prev, 0, e);
 	}
 	pid_t ex = executor_start(c, flags, sv);
 	if (ex < 0) {
@@ -573,6 +573,7 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	}
 	/* from here on the thread is filtered: fail closed.  close is allowed;
 	 * the executor has its own copies of what it needs (the userfaultfd) */
+	os_sandbox_thread();
 	int keep[2] = { fd, sv[0] };
 	os_sandbox_close_own(keep, 2);
 	if (send_fd(sv[0], fd))

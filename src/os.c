@@ -14,6 +14,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -285,6 +286,10 @@ void os_sandbox_lock(void)
 		os_fd_own(fd, false);
 		close(fd);
 	}
+}
+
+void os_sandbox_thread(void)
+{
 	os_locked = 1;
 }
 
@@ -305,6 +310,15 @@ int os_fd_own(int fd, bool own)
 	else
 		__atomic_fetch_and(&own_fds[fd / 64], ~bit, __ATOMIC_RELAXED);
 	return 0;
+}
+
+int os_socketpair(int sv[2])
+{
+	int e = injected(OS_OP_SANDBOX);
+	if (e)
+		return e;
+	int saved = errno;
+	return os_result(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0, saved);
 }
 
 int os_sandbox_files(void)

@@ -233,6 +233,36 @@ static int c_threads(void *arg)
 	return n + attack_all() ? 1 : 0; /* the helper's new memfd: not in this table */
 }
 
+/* The lock's hand-off channel cannot be made (EMFILE, injected).  With
+ * one table (mprotect) the lock is undone: the thread goes on unlocked and
+ * xpfo's descriptors still work.  With a table of its own (pkeys) that
+ * table would drift from the process's: the process ends. */
+static int c_lock_fails(void *arg)
+{
+	share_secret(XPFO_SHARE_READ);
+	xpfo_compartment_t *c = xpfo_compartment_create("parser", 0);
+	if (!c || xpfo__test_inject(TU_OS_SANDBOX, EMFILE, 0, 1))
+		return 94;
+	int r = xpfo_lock_thread(c, 0);
+	printf("lock: %d, %s\n", r, strerror(errno));
+	int fd = xpfo_share_fd(secret_run, XPFO_SHARE_READ);
+	char *m = fd < 0 ? MAP_FAILED : mmap(NULL, RUN_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	printf("not locked: %s\n", m != MAP_FAILED && memcmp(m, SECRET, sizeof SECRET) == 0 &&
+					    xpfo_enter(c) ? "the run shared again, compartment entered"
+							  : "FAILED");
+	return 0;
+}
+
+static const struct scase mprotect_cases[] = {
+	{ "the lock's channel fails: undone (one table)", c_lock_fails, 0, 0,
+	  { "lock: -1, Too many open files", "not locked: the run shared again, compartment entered" }, 0 },
+};
+
+static const struct scase pkeys_cases[] = {
+	{ "the lock's channel fails after the table is the thread's own: fatal", c_lock_fails, SIGABRT, 0,
+	  { "xpfo: fatal: sandbox: the lock failed after the thread's descriptor table was made its own (errno 24)" }, 1 },
+};
+
 static const struct scase cases[] = {
 	{ "xpfo's descriptors: every number tried from the locked thread", c_single, 0, 0, { NULL }, 0 },
 	{ "fork deployment: the locked child maps xpfo's memfd of the parent's run", c_fork, 0, 0,
@@ -246,5 +276,9 @@ int main(int argc, char **argv)
 	tu_prog = "sandbox/fds";
 	tu_timeout(600);
 	sc_check_all(cases, sizeof cases / sizeof cases[0]);
+	if (sc_pkeys())
+		sc_check_all(pkeys_cases, sizeof pkeys_cases / sizeof pkeys_cases[0]);
+	else
+		sc_check_all(mprotect_cases, sizeof mprotect_cases / sizeof mprotect_cases[0]);
 	tu_exit();
 }
