@@ -1,7 +1,12 @@
-# --disable-override leaves the libc names out: only the xpfo_ API (api/prefixed.c).
+# --disable-override leaves the libc names out: only the xpfo_ API
+# (api/prefixed.c).  With the override, LD_PRELOAD/override.c compiles
+# api/prefixed.c inside itself: its libc names are aliases of the xpfo_
+# functions, and an alias needs its target in the same translation unit.
 if XPFO_OVERRIDE
 libxpfo_la_SOURCES += LD_PRELOAD/override.c
+EXTRA_DIST += api/prefixed.c
 else
+libxpfo_la_SOURCES += api/prefixed.c
 EXTRA_DIST += LD_PRELOAD/override.c
 endif
 EXTRA_DIST += LD_PRELOAD/xpfo-run.in

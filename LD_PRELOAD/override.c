@@ -1,8 +1,13 @@
 /* override.c - the libc allocation interface, interposed.  This is the only
  * file that defines libc's names; everything else is xpfo's own.  Linked
  * into libxpfo.so, so LD_PRELOAD=libxpfo.so (or linking it) replaces the
- * allocator of every object in the process. */
-#include "entry.h"
+ * allocator of every object in the process.
+ *
+ * The names that mean what an xpfo_ function means are that function under
+ * a second name (FORWARD: the same code, no call in between).  An alias
+ * needs its target in the same translation unit, so api/prefixed.c is
+ * compiled here, not on its own, in this configuration. */
+#include "prefixed.c"
 
 #include <errno.h>
 #include <malloc.h>
@@ -11,51 +16,21 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
+/* Declares a libc name as another name of the xpfo_ function `target`
+ * (with the target's attributes), exported. */
+#define FORWARD(target) __attribute__((alias(#target), copy(target))) EXPORT
 
 /* C23, not yet in this libc's headers */
 void free_sized(void *p, size_t size);
 void free_aligned_sized(void *p, size_t align, size_t size);
 
-static __attribute__((noinline)) void *malloc_entry(size_t size)
-{
-	XPFO_ENTRY;
-	return heap_malloc(tstate_get(), size);
-}
-
-EXPORT void *malloc(size_t size)
-{
-	struct tstate *t = entry_fast();
-	return likely(t) ? heap_malloc(t, size) : malloc_entry(size);
-}
-
-static __attribute__((noinline)) void free_entry(void *p)
-{
-	XPFO_ENTRY;
-	heap_free(tstate_get(), p);
-}
-
-EXPORT void free(void *p)
-{
-	struct tstate *t = entry_fast();
-	if (!p)
-		return;
-	if (likely(t))
-		heap_free(t, p);
-	else
-		free_entry(p);
-}
-
-EXPORT void *calloc(size_t n, size_t size)
-{
-	XPFO_ENTRY;
-	return heap_calloc(tstate_get(), n, size);
-}
-
-EXPORT void *realloc(void *p, size_t size)
-{
-	XPFO_ENTRY;
-	return entry_realloc(p, size);
-}
+FORWARD(xpfo_malloc) void *malloc(size_t size);
+FORWARD(xpfo_free) void free(void *p);
+FORWARD(xpfo_calloc) void *calloc(size_t n, size_t size);
+FORWARD(xpfo_realloc) void *realloc(void *p, size_t size);
+FORWARD(xpfo_posix_memalign) int posix_memalign(void **out, size_t align, size_t size);
+FORWARD(xpfo_aligned_alloc) void *aligned_alloc(size_t align, size_t size);
+FORWARD(xpfo_free_sized) void free_sized(void *p, size_t size);
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)
 {
@@ -64,18 +39,6 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
 	if (__builtin_mul_overflow(n, size, &total))
 		return fail_null(ENOMEM);
 	return realloc(p, total);
-}
-
-EXPORT int posix_memalign(void **out, size_t align, size_t size)
-{
-	XPFO_ENTRY;
-	return entry_posix_memalign(out, align, size);
-}
-
-EXPORT void *aligned_alloc(size_t align, size_t size)
-{
-	XPFO_ENTRY;
-	return entry_aligned_alloc(align, size);
 }
 
 /* As glibc: an alignment that is not a power of two is rounded up to one. */
@@ -108,16 +71,10 @@ EXPORT void *pvalloc(size_t size)
 	return entry_aligned(PAGE_SIZE, size ? align_up(size, PAGE_SIZE) : PAGE_SIZE);
 }
 
+/* xpfo_usable_size under glibc's prototype (no const: not an alias) */
 EXPORT size_t malloc_usable_size(void *p)
 {
-	XPFO_ENTRY;
-	return p ? heap_usable(p) : 0;
-}
-
-EXPORT void free_sized(void *p, size_t size)
-{
-	XPFO_ENTRY;
-	entry_free_sized(p, size, 0);
+	return xpfo_usable_size(p);
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
@@ -215,14 +172,14 @@ void *__libc_memalign(size_t align, size_t size);
 void *__libc_valloc(size_t size);
 void *__libc_pvalloc(size_t size);
 int __posix_memalign(void **out, size_t align, size_t size);
-EXPORT void *__libc_malloc(size_t size) { return malloc(size); }
-EXPORT void __libc_free(void *p) { free(p); }
-EXPORT void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
-EXPORT void *__libc_realloc(void *p, size_t size) { return realloc(p, size); }
+FORWARD(xpfo_malloc) void *__libc_malloc(size_t size);
+FORWARD(xpfo_free) void __libc_free(void *p);
+FORWARD(xpfo_calloc) void *__libc_calloc(size_t n, size_t size);
+FORWARD(xpfo_realloc) void *__libc_realloc(void *p, size_t size);
+FORWARD(xpfo_posix_memalign) int __posix_memalign(void **out, size_t align, size_t size);
 EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }
 EXPORT void *__libc_valloc(size_t size) { return valloc(size); }
 EXPORT void *__libc_pvalloc(size_t size) { return pvalloc(size); }
-EXPORT int __posix_memalign(void **out, size_t align, size_t size) { return posix_memalign(out, align, size); }
 
 /* C++ sized delete (-fsized-deallocation, the default since C++14): the
  * size the program passes must be the size it allocated, as free_sized
@@ -231,8 +188,8 @@ void _ZdlPvm(void *p, size_t size);
 void _ZdaPvm(void *p, size_t size);
 void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align);
 void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align);
-EXPORT void _ZdlPvm(void *p, size_t size) { free_sized(p, size); }
-EXPORT void _ZdaPvm(void *p, size_t size) { free_sized(p, size); }
+FORWARD(xpfo_free_sized) void _ZdlPvm(void *p, size_t size);
+FORWARD(xpfo_free_sized) void _ZdaPvm(void *p, size_t size);
 EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align)
 {
 	XPFO_ENTRY;

@@ -5,13 +5,18 @@
  * new open of the same file) lets another process map them.  The
  * allocator keeps its own descriptor in the table below.  Revocation is the
  * purge of the run (backing_purge, from the gather flush, a segment's
- * release, a destroy) or its transfer: the memfd is truncated to nothing
- * and sealed against growing, so every other mapping of it faults with
- * SIGBUS and a holder of the descriptor finds an empty file that can never
- * hold pages again; a part of the run revoked alone (realloc shrinking it)
- * is punched out of the file.  The local range gets a new anonymous
- * mapping in the same step, before the pages are free for anyone, so no
- * later allocation shares a frame with an old alias. */
+ * release, a destroy) or its transfer: the memfd is truncated to nothing,
+ * so every other mapping of it faults with SIGBUS and a holder of the
+ * descriptor finds an empty file that can never hold pages again; a part
+ * of the run revoked alone (realloc shrinking it) is cut off the file's
+ * end.  The memfd is sealed when it is made, before any descriptor leaves
+ * (os_alias_create): it cannot grow, no holder can add a seal that would
+ * stop the truncation, and a run shared with XPFO_SHARE_READ alone is in a
+ * file that no one can write but through the owner's own mapping, however
+ * a holder opens it again (/proc/PID/fd/N with O_RDWR).  So a run is shared
+ * read-only or read-write, never both (EPERM).  The local range gets a new
+ * anonymous mapping in the same step, before the pages are free for anyone,
+ * so no later allocation shares a frame with an old alias. */
 #include "backing.h"
 
 #include <errno.h>
@@ -23,6 +28,7 @@ struct alias {
 	size_t len;   /* 0: a free slot */
 	int fd;       /* the allocator's descriptor of the memfd */
 	long pid;     /* the process that shared it (a fork child only lets go) */
+	bool ro;      /* shared with XPFO_SHARE_READ alone: the memfd is read-only */
 };
 
 static struct alias *aliases;    /* ALIAS_MAX entries (meta_alloc) */
@@ -64,7 +70,8 @@ static void alias_drop(struct alias *x)
  * that made the memfd: a forked child's copy is not its to punch). */
 static void alias_punch(struct alias *x, uintptr_t lo, uintptr_t hi)
 {
-	int e = x->pid == os_getpid() ? os_alias_punch(x->fd, lo - x->addr, hi - lo) : 0;
+	bool tail = hi == x->addr + x->len;
+	int e = x->pid == os_getpid() ? os_alias_punch(x->fd, lo - x->addr, hi - lo, tail) : 0;
 	if (e)
 		xpfo_error("cannot punch %z bytes out of the memfd of a shared run at %p (errno %d)",
 			   (size_t)(hi - lo), (void *)x->addr, (long)e);
@@ -128,16 +135,17 @@ static struct alias *alias_slot(uintptr_t a)
 }
 
 /* Move the run into a memfd (c->lock held: its protection stays still). */
-static int alias_make(struct xpfo_compartment *c, struct alias *x, uintptr_t a, size_t len)
+static int alias_make(struct xpfo_compartment *c, struct alias *x, uintptr_t a, size_t len, bool ro)
 {
 	int key = pkeys_comp_key(c);
-	int e = os_alias_create((void *)a, len, OS_RW, key > 0 ? key : key_plain(), &x->fd);
+	int e = os_alias_create((void *)a, len, OS_RW, key > 0 ? key : key_plain(), ro, &x->fd);
 	if (e)
 		return e;
 	backing_mark(a, len);
 	x->addr = a;
 	x->len = len;
 	x->pid = os_getpid();
+	x->ro = ro;
 	__atomic_add_fetch(&alias_live, 1, __ATOMIC_RELEASE);
 	stat_inc(aliases);
 	return 0;
@@ -153,6 +161,7 @@ int alias_share(struct xpfo_compartment *c, void *p, unsigned flags)
 		return -1;
 	}
 	int e = 0, fd = -1;
+	bool ro = !(flags & XPFO_SHARE_WRITE);
 	if (c != &comp_root)
 		pthread_mutex_lock(&c->lock);
 	pthread_mutex_lock(&alias_lock);
@@ -160,7 +169,9 @@ int alias_share(struct xpfo_compartment *c, void *p, unsigned flags)
 	if (!x)
 		e = EMFILE;
 	else if (!x->len)
-		e = alias_make(c, x, a, len);
+		e = alias_make(c, x, a, len, ro);
+	else if (x->ro != ro) /* one file per run: it is read-only or not */
+		e = EPERM;
 	if (!e)
 		e = os_alias_open(x->fd, flags & XPFO_SHARE_WRITE, &fd);
 	pthread_mutex_unlock(&alias_lock);

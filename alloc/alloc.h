@@ -13,7 +13,7 @@ void sizeclass_init(void);
 
 struct tstate;
 struct xpfo_compartment;
-#include "sandbox.h"
+#include "gate.h"
 /* ---- alloc/pkeys.c: the pkeys backend ------------------------------------
  * Keys: 0 for everything not in the heap and for root's pages; key_alloc
  * for free pages (and the metadata when sealed); one per keyed compartment.
@@ -59,12 +59,15 @@ void pkeys_init(void);                       /* picks the backend */
 void pkeys_sealed(void);                     /* the metadata was just sealed */
 void pkeys_thread_update(struct tstate *t);  /* rights for t's compartment */
 int pkeys_comp_key(struct xpfo_compartment *c); /* c->key or -1 */
-/* enter/leave bookkeeping in pkeys mode; false: c has no key (mprotect way) */
-bool pkeys_enter(struct xpfo_compartment *c);
+/* Gives compartment c's pages key (> 0) or parks them (key < 0); c->lock
+ * held.  compartment.c's walk, passed down to pkeys_enter. */
+typedef void comp_retag_fn(struct xpfo_compartment *c, int key);
+/* enter/leave bookkeeping in pkeys mode; false: c has no key (mprotect
+ * way).  A key taken re-tags c's pages, and a victim's, with retag. */
+bool pkeys_enter(struct xpfo_compartment *c, comp_retag_fn *retag);
 void pkeys_leave(struct xpfo_compartment *c);
 void pkeys_comp_destroyed(struct xpfo_compartment *c);
 void pkeys_comp_created(struct xpfo_compartment *c);
-void comp_retag(struct xpfo_compartment *c, int key);   /* compartment.c */
 int comp_plain_rekey(int key);                          /* compartment.c: sandbox.c's */
 const char *pkeys_key_owner(int key);
 void pkeys_fork_lock(bool lock);             /* fork: take or drop pkeys' lock */
@@ -97,6 +100,10 @@ struct slab {
 	uint8_t spare;        /* empty, abandoned, counted in spare_pages (slab.c) */
 	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
+	/* bit set: the slot was handed out at least once since the slab was
+	 * made (a free of a slot never handed out is an invalid free, not a
+	 * double free); set with used, never cleared */
+	uint64_t given[SLAB_WORDS];
 	uint64_t quar[SLAB_WORDS];   /* atomic: freed, held in a quarantine */
 	uint64_t remote[SLAB_WORDS]; /* atomic: freed by other threads */
 	/* a line of its own: packed at 176 bytes, the next slab's header
@@ -117,17 +124,17 @@ struct xpfo_compartment {
 	uint8_t live;
 	uint8_t open;                     /* its pages are accessible (lock) */
 	uint8_t poisoned;                 /* a close failed: unusable (lock; read unlocked) */
-	uint8_t reserved;                 /* locked: takes segments only from its reservation (heap_lock) */
-	uint8_t rsv_warned;               /* its reservation ran out once (heap_lock) */
+	uint8_t reserved;                 /* locked: takes segments only from its reservation (pages_lock) */
+	uint8_t rsv_warned;               /* its reservation ran out once (pages_lock) */
 	unsigned flags;                   /* XPFO_COMPARTMENT_* */
 	char name[48];
 	pthread_mutex_t lock;             /* open/close against grants */
 	int inside;                       /* threads inside (lock) */
 	uint32_t epoch;                   /* changes at destroy */
 	uint32_t access_gen;              /* changes at every open and close */
-	struct segment *segs;             /* segments it carves runs from (heap_lock) */
-	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (heap_lock) */
-	uint32_t spare_pages;             /* of empty abandoned slabs (heap_lock) */
+	struct segment *segs;             /* segments it carves runs from (pages_lock) */
+	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (pages_lock) */
+	uint32_t spare_pages;             /* of empty abandoned slabs (pages_lock) */
 	uint32_t xsegs[COMP_XSEGS];       /* other segments holding runs transferred to it */
 	unsigned nxsegs;                  /* > COMP_XSEGS: walk every segment */
 	struct xpfo_compartment *next_free;
@@ -178,7 +185,7 @@ enum range_kind { RK_RUN, RK_HUGE };
 #define GATHER_NIL 0xffff
 #define GATHER_RECENT 16            /* revoked spans remembered for regrants_soon */
 
-/* The gather: a thread's queue of pending revocations (alloc/revoke.c).
+/* The gather: a thread's queue of pending revocations (alloc/gather.c).
  * Entries are also indexed by size, so the thread can take a run back. */
 struct gather {
 	unsigned n;                       /* slots used, removed ones included */
@@ -194,8 +201,8 @@ struct gather {
 	uint64_t free_pages;
 	uint32_t destroy_serial;          /* destroy_serial when the first run came */
 	uint16_t head[GATHER_BUCKETS];
-	/* grants (issue 11): pages the thread's next grant takes at once
-	 * (revoke_grant_span), and the spans its last flushes revoked, to
+	/* grants: pages the thread's next grant takes at once
+	 * (grant_span_size), and the spans its last flushes revoked, to
 	 * count those granted back soon (regrants_soon) */
 	uint32_t span;
 	uint32_t recent_next;
@@ -227,8 +234,8 @@ struct tstats {
 	uint64_t frees[NCLASSES + 1];
 	/* the counters of a large malloc and free and of every revocation
 	 * queued, here and not in g_stats: an atomic add there costs each of
-	 * them a locked instruction, and a cache line shared by every thread
-	 * (issue 11); stats_fill adds them to g_stats' own */
+	 * them a locked instruction, and a cache line shared by every thread;
+	 * stats_fill adds them to g_stats' own */
 	uint64_t revoke_queued, pages_queued, pages_cancelled;
 	uint64_t large_live_bytes; /* may wrap below zero per thread; summed */
 };
@@ -250,15 +257,16 @@ struct tstate {
 	struct quarantine q;
 	struct gather g;
 	/* pages.c's last take of free pages by this thread, for the grant
-	 * that follows (revoke.c guard_granted): how many were under guard
+	 * that follows (grant.c guard_granted): how many were under guard
 	 * markers with root's protection (release=guard); runs_open: a span
 	 * of guarded runs whose pages are all so, guards apart */
 	struct { uintptr_t addr; uint32_t npages, open, open_head; bool runs_open; } take;
 };
 
-/* ---- globals: heap_lock (pages.c), the compartment table (compartment.c),
- * the thread's state (heap.c; made by api/init.c's tstate_slow) ----------- */
-extern pthread_mutex_t heap_lock;
+/* ---- globals: pages_lock (pages.c), the compartment table (owner.c), the
+ * thread's state (meta.c; made by api/init.c's tstate_slow), the flushes
+ * against destroys (gather.c) ----------------------------------------------- */
+extern pthread_mutex_t pages_lock;
 extern struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
 extern struct xpfo_compartment comp_root;
 extern int xpfo_ready;
@@ -274,10 +282,10 @@ bool meta_pool_owns(const void *p);  /* in its pool (thread states, compartments
 int meta_tag(int key);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
 void meta_free(void *p, size_t size);
-struct slab *slab_meta_new(void);        /* heap_lock held */
-void slab_meta_free(struct slab *s);     /* heap_lock held */
+struct slab *slab_meta_new(void);        /* pages_lock held */
+void slab_meta_free(struct slab *s);     /* pages_lock held */
 
-/* ---- alloc/pages.c: segments and page runs (heap_lock inside) ---------- */
+/* ---- alloc/pages.c: segments and page runs (pages_lock inside) ---------- */
 /* A run of npages pages (aligned to align_pages) for owner, taken from the
  * allocator: its pages are PG_FREE and revoked on return, marked as
  * placeholders (PG_TAIL) until the caller sets the entries.  *clean says
@@ -294,16 +302,17 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean);
 /* Give revoked ranges back to the allocator (called by the gather flush). */
 void pages_release(const struct range *r, unsigned n);
-/* Grow the live run at addr (npages) in place to as many pages as are free
- * after it, at least min_npages and at most max_npages; returns the new
- * count, with the pages granted, or 0 (nothing changed). */
-size_t pages_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
-			   bool guard);
+/* The free pages after the live run at addr (npages), for it to grow in
+ * place to at least min_npages and at most max_npages; returns the new
+ * count, with the pages taken (not granted) in *r, or 0. */
+struct range;
+size_t pages_take_after(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
+			bool guard, struct range *r);
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */
 /* Fork child whose heap could not be registered again: every free page
- * and unused segment gets PROT_NONE (single-threaded: under heap_lock). */
+ * and unused segment gets PROT_NONE (single-threaded: under pages_lock). */
 void pages_protect_free(void);
 /* Every live span of the heap, any owner (alloc/uffd.c fills them when it arms). */
 void pages_walk_live(void (*fn)(uintptr_t, size_t, bool, void *), void *arg);
@@ -327,29 +336,29 @@ bool uffd_filling(void);                /* armed: grants map their missing pages
 /* A SIGBUS at heap address a from a thread in compartment `mine`: 1 when
  * the page was one it may use and it is filled, 0 for a violation. */
 int uffd_fault(uintptr_t a, uint16_t mine);
-/* Purge s's retained free pages (heap_lock held); handover: s changes
+/* Purge s's retained free pages (pages_lock held); handover: s changes
  * hands, and a page whose purge fails is quarantined. */
 void seg_purge_retained(struct segment *s, bool handover);
-void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
-void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* heap_lock held */
+void seg_list_add(struct xpfo_compartment *c, struct segment *s); /* pages_lock held */
+void seg_list_del(struct xpfo_compartment *c, struct segment *s); /* pages_lock held */
 /* Purge segments idx[0..n) and return them to the unused pool, or to
  * their compartment's reservation (sorts idx). */
 void segs_release(size_t *idx, size_t n);
 /* xpfo_lock_thread: the segments c holds and n unused ones become c's for
  * good: no other owner takes them, c takes no other (ENOMEM when none is
- * left).  Once per compartment; 0 or ENOMEM (heap_lock inside). */
+ * left).  Once per compartment; 0 or ENOMEM (pages_lock inside). */
 int pages_reserve(struct xpfo_compartment *c, size_t n);
-/* c destroyed: its reserved segments go back to the pool (heap_lock inside). */
+/* c destroyed: its reserved segments go back to the pool (pages_lock inside). */
 void pages_unreserve(struct xpfo_compartment *c);
 /* Segment i is reserved for compartment id (the executor's copy). */
 bool pages_reserved_for(size_t i, uint16_t id);
 /* Add segment i to rel[0..*nrel) (SEGS_QUEUE_MAX entries) for a later
- * segs_release; a full buffer is released first (heap_lock held, dropped
+ * segs_release; a full buffer is released first (pages_lock held, dropped
  * meanwhile), so no segment is ever left out. */
 #define SEGS_QUEUE_MAX 64
 void segs_queue(size_t *rel, size_t *nrel, size_t i);
 
-/* ---- alloc/revoke.c: the gather ----------------------------------------- */
+/* ---- alloc/gather.c: the gather (the queue of pending revocations) ------ */
 enum flush_reason { FR_FULL, FR_EXPLICIT, FR_THREAD_EXIT, FR_REUSE, FR_EAGER, FR_SWITCH, FR_OTHER };
 /* Queue a freed run for revocation (its page entries become PG_PENDING).
  * Returns true when the gather is full: the caller then flushes it,
@@ -361,13 +370,6 @@ enum flush_reason revoke_full_reason(void); /* FR_EAGER with revoke=eager, else 
  * can be taken back like freed runs, and are revoked with the batch. */
 bool revoke_add_spare(struct tstate *t, uintptr_t addr, size_t npages, uint16_t owner,
 		      bool guarded, bool clean);
-/* How many pages a run of npages should take from the allocator at once
- * (a multiple of npages; npages when no span pays), and grow the span;
- * guarded: runs of npages with their guard, granted by grant_guarded_span. */
-size_t revoke_grant_span(struct tstate *t, size_t npages, bool guarded);
-/* Guarded runs of c granted a span at a time, and that grant (revoke.c). */
-bool grant_guarded_spans(const struct xpfo_compartment *c);
-int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept);
 void gather_init(struct gather *g);
 /* In a fork child: drop (never apply) a gather its thread was changing at
  * the fork. */
@@ -382,20 +384,33 @@ int revoke_taken_class(const struct tstate *t, uintptr_t a);
 /* The pages the thread's last revoke_cancel returned (a) are known zero:
  * taken from an RF_CLEAN spare. */
 bool revoke_taken_clean(const struct tstate *t, uintptr_t a);
+/* ---- alloc/revoke.c: applying the gather ---------------------------------- */
 /* Release what the thread's quarantine of freed runs holds. */
 void revoke_quarantine_drain(struct tstate *t);
 /* Apply every queued revocation; returns 0 or an errno of a failure. */
 int revoke_flush(struct tstate *t, enum flush_reason why);
-/* Make a run taken from the allocator accessible as its compartment is now
- * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
-int grant(struct xpfo_compartment *c, uintptr_t addr, size_t len);
-int grant_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
 /* Take access away from pages outside a flush (a guard page made, a run's
  * cut tail, a destroyed compartment's run): one counted call; nothing under
  * revoke=off.  Returns 0 or errno. */
 int revoke_range(uintptr_t addr, size_t len);
-uint64_t flush_serial(void);
+/* Flushes so far: a caller that saw it change may retry what failed. */
+static inline uint64_t flush_serial(void)
+{
+	return __atomic_load_n(&g_stats.flushes, __ATOMIC_RELAXED);
+}
 
+/* ---- alloc/grant.c: access for pages taken from the allocator ------------ */
+/* How many pages a run of npages should take from the allocator at once
+ * (a multiple of npages; npages when no span pays), and grow the span;
+ * guarded: runs of npages with their guard, granted by grant_guarded_span. */
+size_t grant_span_size(struct tstate *t, size_t npages, bool guarded);
+/* Guarded runs of c granted a span at a time, and that grant. */
+bool grant_guarded_spans(const struct xpfo_compartment *c);
+int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept);
+/* Make a run taken from the allocator accessible as its compartment is now
+ * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
+int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len);
+int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
 /* ---- alloc/heap.c, slab.c, harden.c: malloc and free -------------------- */
 void *heap_malloc(struct tstate *t, size_t size);
 void *heap_calloc(struct tstate *t, size_t n, size_t size);
@@ -406,14 +421,14 @@ void heap_free(struct tstate *t, void *p);
 void heap_check_sized(const void *p, size_t size, size_t align);
 size_t heap_usable(const void *p);
 /* slab.c */
-void heap_abandon(struct tstate *t, struct theap *h); /* thread exit / fork child */
-void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
+void slab_abandon(struct tstate *t, struct theap *h); /* thread exit / fork child */
+void slab_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c);
 /* harden.c */
-void heap_quarantine_drain(struct tstate *t);
+void harden_quarantine_drain(struct tstate *t);
 /* Zero n bytes at p, a block of compartment owner, even if it is closed. */
-void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
+void harden_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n);
 /* What t->hard is when not borrowing a heap. */
-unsigned heap_hard_flags(void);
+unsigned harden_flags(void);
 /* heap.c */
 void heap_walk_check(void);              /* debug: invariant walk */
 /* Where page runs start (heap.c's run_min).  Until the first compartment
@@ -433,6 +448,8 @@ void comp_destroy_pages(struct xpfo_compartment *c);
  * lock order; drop them (in the child, flushes in flight are forgotten). */
 void comp_fork_lock(void);
 void comp_fork_unlock(bool child);
+void comp_fork_orphan(struct tstate *t);   /* child: a dead thread is in no compartment */
+void comp_fork_recount(struct tstate *self); /* child: compartments from self's truth */
 /* The STRICT compartment root is closed for, or NULL (root is open). */
 const char *comp_root_closed_by(void);
 /* The work of the public functions of the same names (xpfo_compartment_create,
@@ -449,13 +466,9 @@ int comp_transfer(void *p, struct xpfo_compartment *to);
 
 
 /* ---- alloc/sandbox.c: xpfo_lock_thread ---------------------------------- */
-extern __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")));
 /* The work of xpfo_lock_thread (api/compartment.c): 0 or an errno. */
 int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags);
 void sandbox_stats_fill(struct xpfo_stats *s);
-/* After every write of the rights register (pkeys_write): in a locked
- * thread, a register that opens a key the thread may not hold is fatal. */
-void sandbox_gate_check(void);
 void sandbox_stats_print(int fd);
 
 /* ---- alloc/alias.c: the work of xpfo_share_fd (api/compartment.c) ------ */

@@ -6,14 +6,14 @@
  * inside it, and closed (its pages inaccessible) while none is: invariant
  * I4 holds in its weaker form, "while some thread is inside".  Opening and
  * closing walk the compartment's pages and change their protection in
- * coalesced spans, under the compartment's lock; grant() takes the same lock,
+ * coalesced spans, under the compartment's lock; grant_range() takes the same lock,
  * so a run handed out meanwhile gets the protection the compartment has.
  * Pages queued for revocation are closed with their compartment but not
- * reopened with it; a thread that takes one back reopens it (revoke.c,
+ * reopened with it; a thread that takes one back reopens it (gather.c,
  * access_gen).
  *
  * Lock order: comp_lock, then pkeys' lock, then a compartment's lock (two:
- * lower id first), then heap_lock.  fork takes them all in that order
+ * lower id first), then pages_lock.  fork takes them all in that order
  * (comp_fork_lock, then init.c's).
  */
 #include "alloc.h"
@@ -33,12 +33,6 @@ static uint16_t comp_next_id = 2;              /* 1 is root */
 static struct xpfo_compartment *free_head, *free_tail;
 static unsigned nfree;
 #define REUSE_DELAY 256
-uint32_t destroy_serial;
-struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
-struct xpfo_compartment comp_root = {
-	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
-	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
-};
 /* names as the program sees them: outside the (sealed) metadata */
 static char pub_names[MAX_COMPARTMENTS][48];
 
@@ -68,14 +62,14 @@ static struct xpfo_compartment *comp_usable(const struct xpfo_compartment *c)
 
 /* ---- access: open and close (c->lock held) ------------------------------ */
 
-/* A walk collects c's pages into coalesced spans under heap_lock and
- * changes their protection after dropping it (no syscall under heap_lock),
+/* A walk collects c's pages into coalesced spans under pages_lock and
+ * changes their protection after dropping it (no syscall under pages_lock),
  * still under c->lock: that keeps c's live pages where they are meanwhile,
  * since grants, frees into a gather, cancels, transfers and destroy all take
  * it.  Queued pages are the exception: the gather that holds them releases
- * them under heap_lock alone, and a late close must not reach a page that
+ * them under pages_lock alone, and a late close must not reach a page that
  * has a new owner by then; a span holding any is protected at once, under
- * heap_lock, as every span used to be.
+ * pages_lock.
  *
  * A close that fails (mprotect: ENOMEM at vm.max_map_count, EPERM on a
  * sealed range) must not leave the pages readable.  Nothing can keep their
@@ -99,7 +93,7 @@ struct spans {
 	uint64_t calls, pages;
 	uint64_t failed_pages;     /* pages whose protection could not be changed */
 	int err;                   /* the first failure's errno */
-	struct span *v;            /* spans to change after heap_lock */
+	struct span *v;            /* spans to change after pages_lock */
 	unsigned n, cap;
 	struct span local[SPANS_LOCAL];
 };
@@ -122,7 +116,7 @@ static void span_apply(struct spans *sp, uintptr_t a, uintptr_t end)
 			   (void *)a, (long)e);
 }
 
-/* heap_lock held: the span ends; change it now or keep it for later. */
+/* pages_lock held: the span ends; change it now or keep it for later. */
 static void span_flush(struct spans *sp)
 {
 	if (sp->end <= sp->start)
@@ -175,7 +169,7 @@ static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, unsig
 	owner_walk(s, id, what | more, span_of_owner, sp);
 }
 
-/* heap_lock held: collect c's spans of the kinds `what` selects (OW_LIVE,
+/* pages_lock held: collect c's spans of the kinds `what` selects (OW_LIVE,
  * OW_PENDING), changing at once those with queued pages. */
 static void comp_collect(struct xpfo_compartment *c, struct spans *sp, unsigned what)
 {
@@ -219,9 +213,9 @@ static uint64_t comp_walk_what(struct xpfo_compartment *c, unsigned what, bool c
 	sp.key = key;
 	sp.v = sp.local;
 	sp.cap = SPANS_LOCAL;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	comp_collect(c, &sp, what);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	for (unsigned i = 0; i < sp.n; i++)
 		span_apply(&sp, sp.v[i].start, sp.v[i].end);
 	if (sp.v != sp.local)
@@ -330,7 +324,7 @@ static void comp_set_access(struct xpfo_compartment *c, bool open)
 }
 
 /* pkeys: give c's pages key (> 0) or park them (key < 0); c->lock held. */
-void comp_retag(struct xpfo_compartment *c, int key)
+static void comp_retag(struct xpfo_compartment *c, int key)
 {
 	int e = 0;
 	if (key > 0)
@@ -399,6 +393,48 @@ void comp_fork_unlock(bool child)
 		__atomic_store_n(&fast_flushes_inflight, 0, __ATOMIC_RELEASE);
 }
 
+/* fork, in the child: a thread that did not survive the fork (t) was
+ * perhaps between entering and leaving: thread_switch changes the count of
+ * threads inside (and opens or closes the pages) before it changes t->heap,
+ * and fork_prepare, which waits for the compartment's lock, lands in that
+ * window more often than not (measured: 59 children of 100 found a
+ * compartment open with nobody inside, tests/isolation/forkenter).  So the
+ * dead thread's own record is not trusted: it leaves nothing here, and
+ * comp_fork_recount derives every compartment's state from the one thread
+ * that lives on. */
+void comp_fork_orphan(struct tstate *t)
+{
+	t->heap = &t->root_heap;
+	t->keyed = 0;
+	t->depth = 0;
+}
+
+/* The child's compartments from the truth of its one thread (self, not
+ * between an enter and a leave: it is in fork): self's compartment has one
+ * thread inside and is open, every other has none and is closed (keyed
+ * ones on pkeys need no change of their pages: a thread's rights are its
+ * own); root is closed exactly when self is in a STRICT compartment. */
+void comp_fork_recount(struct tstate *self)
+{
+	struct xpfo_compartment *mine = self ? self->heap->comp : &comp_root;
+	pthread_mutex_lock(&comp_lock);
+	for (unsigned i = 1; i < MAX_COMPARTMENTS; i++) {
+		struct xpfo_compartment *c = comp_table[i];
+		if (!c || c == &comp_root || !c->live)
+			continue;
+		int n = c == mine;
+		pthread_mutex_lock(&c->lock);
+		c->inside = n;
+		if (!(pkeys_on && c->key > 0) && c->open != n)
+			comp_set_access(c, n);
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&comp_lock);
+	bool strict = mine->flags & XPFO_COMPARTMENT_STRICT;
+	if (strict == comp_root.open)
+		root_access(!strict, strict ? mine : NULL);
+}
+
 static void thread_exit_comp(struct tstate *t, struct xpfo_compartment *cur, bool keyed);
 
 /* ---- per-thread heaps -------------------------------------------------- */
@@ -423,7 +459,7 @@ struct theap *theap_for(struct tstate *t, struct xpfo_compartment *c)
 	}
 	/* new, or left over from a destroyed compartment that had this id:
 	 * its slabs are gone with it, so it is reset without touching them */
-	heap_init_theap(h, t, c);
+	slab_init_theap(h, t, c);
 	h->epoch = c->epoch;
 	return h;
 }
@@ -451,7 +487,7 @@ void comp_thread_exit(struct tstate *t)
 		if (!h)
 			continue;
 		if (h->comp && !theap_stale(h))
-			heap_abandon(t, h);
+			slab_abandon(t, h);
 		meta_free(h, sizeof *h);
 	}
 	meta_free(t->heaps, MAX_COMPARTMENTS * sizeof *t->heaps);
@@ -568,7 +604,7 @@ static void thread_switch(struct tstate *t, struct theap *h)
 	struct xpfo_compartment *cur = t->heap->comp, *c = h->comp;
 	bool cur_keyed = t->keyed;
 	/* into the new one first, so a compartment entered again stays open */
-	if (pkeys_enter(c))
+	if (pkeys_enter(c, comp_retag))
 		t->keyed = 1;
 	else {
 		t->keyed = 0;
@@ -648,11 +684,11 @@ static struct theap *borrow(struct tstate *t, xpfo_compartment_t *c)
 		struct theap *saved_ = (t)->heap;                              \
 		(t)->heap = (h);                                               \
 		(t)->borrowed = (h) != saved_;                                 \
-		(t)->hard = heap_hard_flags() || (t)->borrowed;                \
+		(t)->hard = harden_flags() || (t)->borrowed;                \
 		void *p_ = (expr);                                             \
 		(t)->heap = saved_;                                            \
 		(t)->borrowed = 0;                                             \
-		(t)->hard = heap_hard_flags();                                 \
+		(t)->hard = harden_flags();                                 \
 		p_;                                                            \
 	})
 
@@ -685,7 +721,7 @@ void *comp_calloc_in(struct tstate *t, struct xpfo_compartment *c, size_t n, siz
 		return fail_null(ENOMEM);
 	void *p = BORROW(t, h, heap_malloc(t, total));
 	if (p && total)
-		heap_zero_in(t, c->id, p, total); /* opens it for the moment if closed */
+		harden_zero_in(t, c->id, p, total); /* opens it for the moment if closed */
 	return p;
 }
 
@@ -742,7 +778,7 @@ static int transfer_copy(struct xpfo_compartment *from, struct xpfo_compartment 
 static void transfer_commit(struct xpfo_compartment *from, struct xpfo_compartment *to,
 			    struct segment *s, uintptr_t a, size_t npages, uint8_t kind)
 {
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	if (kind == SEG_HUGE) {
 		for (uint32_t k = 0; k < s->nsegs; k++)
 			s[k].owner = to->id;
@@ -753,7 +789,7 @@ static void transfer_commit(struct xpfo_compartment *from, struct xpfo_compartme
 		if (s->owner != to->id)
 			add_xseg(to, (uint32_t)seg_index(s));
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	stat_inc(transfers);
 	stat_inc(revoke_syscalls);
 	stat_add(pages_revoked, npages);
@@ -799,8 +835,6 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 }
 
 /* ---- destroy ------------------------------------------------------------ */
-
-uint32_t fast_flushes_inflight;
 
 /* c-owned spans in segments that stay (they hold other owners' pages). */
 struct destroy_list {
@@ -854,7 +888,7 @@ static void free_slab_head(uintptr_t a, uint32_t id, void *unused)
 }
 
 /* A huge allocation of the destroyed compartment: all its segments go back
- * (heap_lock held; segs_queue may drop it, so the segments are marked
+ * (pages_lock held; segs_queue may drop it, so the segments are marked
  * first). */
 static void huge_mark_released(struct segment *s, uint32_t n)
 {
@@ -875,7 +909,7 @@ static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
 		segs_queue(rel, nrel, seg_index(s) + k);
 }
 
-/* A segment the destroyed compartment carved (heap_lock held): released
+/* A segment the destroyed compartment carved (pages_lock held): released
  * whole, or, when it holds runs given to others, kept and carved by root
  * from now on.  Its free pages then change owner: the retained ones are
  * purged first (the queued ones are purged by their flush, as their owner
@@ -906,10 +940,10 @@ static void destroy_carved(struct xpfo_compartment *c, struct segment *s, struct
 /* Unless its segment was released and reused meanwhile (gen). */
 static void quarantine_same_gen(const struct range *r)
 {
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	if (seg_of(r->addr)->gen == r->gen)
 		policy_quarantine(r->addr, r->npages, r->owner);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 }
 
 static void destroy_quarantine(struct range *r, const char *what, int e)
@@ -952,7 +986,7 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 	size_t rel[SEGS_QUEUE_MAX];
 	size_t nrel = 0;
 	struct destroy_list dl = { NULL, 0, 0 };
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	__atomic_add_fetch(&destroy_serial, 1, __ATOMIC_ACQ_REL);
 	/* flushes that began before may not have seen it: let them finish */
 	while (__atomic_load_n(&fast_flushes_inflight, __ATOMIC_ACQUIRE))
@@ -978,7 +1012,7 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 	stat_sub(spare_pages, c->spare_pages);
 	c->spare_pages = 0;
 	c->nxsegs = 0;
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	/* revoke, then hand back: whole segments with fresh mappings, and the
 	 * runs that sit among other owners' pages */
 	if (nrel)

@@ -423,14 +423,14 @@ pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2])
 	x.guard[3][1] = x.guard[3][0] + sizeof sandbox_gate;
 	fmt_str(x.name, sizeof x.name, "%s", c->pub_name);
 	/* a consistent copy: no run changes hands while it is taken */
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0, 0, 0, 0);
 	if (pid == 0) {
 		close(sv[0]);
 		executor_main(&x, sv[1]);
 	}
 	int e = errno;
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	close(sv[1]);
 	return pid < 0 ? -e : (pid_t)pid;
 }

@@ -85,7 +85,7 @@ static void t_write(struct touch *x, void *p, const void *buf, size_t n)
 		xpfo_fatal("cannot write a slot of compartment \"%s\"", x->c->name);
 }
 
-void t_fill(struct touch *x, void *p, int byte, size_t n)
+void touch_fill(struct touch *x, void *p, int byte, size_t n)
 {
 	if (unlikely(x->skipped))
 		touch_fatal(x, "write");
@@ -130,7 +130,7 @@ static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 		size_t k = n - at < sizeof buf ? n - at : sizeof buf;
 		const unsigned char *b = (const unsigned char *)p + at + x->delta;
 		if (x->indirect) {
-			t_read(x, (const unsigned char *)p + at, buf, k);
+			touch_read(x, (const unsigned char *)p + at, buf, k);
 			b = buf;
 		}
 		for (size_t i = 0; i < k; i++)
@@ -140,11 +140,11 @@ static size_t t_first_not(struct touch *x, const void *p, int byte, size_t n)
 	return n;
 }
 
-void heap_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
+void harden_zero_in(struct tstate *t, uint16_t owner, void *p, size_t n)
 {
 	struct touch x;
 	touch_begin(&x, t, owner, p, n);
-	t_fill(&x, p, 0, n);
+	touch_fill(&x, p, 0, n);
 	touch_end(&x);
 }
 
@@ -184,7 +184,7 @@ __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, vo
 	if (opt.waf_check)
 		waf_scan(&x, p, s->cls, user);
 	if (opt.junk)
-		t_fill(&x, p, 0xdb, user);
+		touch_fill(&x, p, 0xdb, user);
 	if (canary_bytes)
 		t_write(&x, (char *)p + user, &s->canary, sizeof s->canary);
 	touch_end(&x);
@@ -260,7 +260,7 @@ static void quarantine_push(struct tstate *t, struct slab *s, uint32_t i, void *
 	quarantine_evict(t, out);
 }
 
-void heap_quarantine_drain(struct tstate *t)
+void harden_quarantine_drain(struct tstate *t)
 {
 	struct quarantine *q = &t->q;
 	while (q->n)
@@ -278,7 +278,7 @@ __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab *s, ui
 	if (canary_bytes)
 		canary_check_x(&x, s, p);
 	if (opt.zero_on_free || opt.junk)
-		t_fill(&x, p, free_fill(), classes[s->cls].size - canary_bytes);
+		touch_fill(&x, p, free_fill(), classes[s->cls].size - canary_bytes);
 	touch_end(&x);
 	if (opt.quarantine) {
 		quarantine_push(t, s, i, p);
@@ -287,7 +287,7 @@ __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab *s, ui
 	return false;
 }
 
-unsigned heap_hard_flags(void)
+unsigned harden_flags(void)
 {
 	return canary_bytes || opt.waf_check || opt.junk || opt.zero_on_free || opt.quarantine;
 }

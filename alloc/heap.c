@@ -16,9 +16,6 @@
 
 #include <errno.h>
 
-/* The thread's state (made by api/init.c's tstate_slow on first use). */
-__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
-
 /* A flag, not a size: this page is not sealed, and no value written here
  * can send a request past the slab classes (size_to_class). */
 static unsigned char runs_from_page;
@@ -189,15 +186,18 @@ static __attribute__((noinline)) void free_slow(struct tstate *t, uintptr_t a, c
 				    (b.guarded ? RF_GUARDED : 0) | (b.kind == BK_LARGE ? RF_WHOLE : 0)));
 }
 
-static _Noreturn __attribute__((noinline, cold)) void free_freed(uintptr_t a, uint16_t owner)
+/* A free slot: freed before (double free), or never handed out. */
+static _Noreturn __attribute__((noinline, cold)) void free_freed(uintptr_t a, const struct slab *s,
+								 uint32_t i)
 {
-	struct blk b = { .owner = owner };
-	heap_misuse("free", a, BLK_FREED, &b);
+	struct blk b = { .owner = s->owner };
+	bool given = bits_load(&s->given[i / 64]) & (1ull << (i % 64));
+	heap_misuse("free", a, given ? BLK_FREED : BLK_NOT_BLOCK, &b);
 }
 
 /* heap_free's slot paths past the fast one, each called last (a tail
- * call): the fast path keeps no value across a call (it saved six
- * registers and made a frame for them, issue 11). */
+ * call): the fast path keeps no value across a call (it would save six
+ * registers and make a frame for them). */
 static __attribute__((noinline)) void free_slot_hard(struct tstate *t, struct slab *s, uint32_t i,
 						     void *p)
 {
@@ -242,7 +242,7 @@ void heap_free(struct tstate *t, void *p)
 	uint64_t bit = 1ull << (i % 64);
 	if (unlikely(!(bits_load(&s->used[w]) & bit) ||
 		     ((bits_load(&s->remote[w]) | bits_load(&s->quar[w])) & bit))) {
-		free_freed(a, s->owner);
+		free_freed(a, s, i);
 	}
 	if (t->hard) {
 		if (unlikely(opt.quarantine || !touch_direct(t, s->owner))) {
@@ -363,22 +363,22 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	if (!q)
 		return NULL;
 	touch_begin(&x, t, b.owner, p, b.usable);
-	t_read(&x, p, q, copy);
+	touch_read(&x, p, q, copy);
 	touch_end(&x);
 	heap_free(t, p);
 	return q;
 }
 
-/* Debug: check the page tables against each other (heap_lock held inside). */
+/* Debug: check the page tables against each other (pages_lock held inside). */
 void heap_walk_check(void)
 {
 	if (!debug_walks)
 		return;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	owner_check();
 	for (size_t i = 0; i < heap_nsegs; i++)
 		if (seg_table[i].kind == SEG_PAGES_K && !seg_table[i].releasing &&
 		    !comp_table[seg_table[i].owner])
 			xpfo_fatal("invariant: segment %u has no owner", (unsigned long)i);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 }

@@ -11,7 +11,7 @@
  *
  * The fast path's helpers are static inline here (slab_take, slot_release,
  * canary_check, touch_direct): a small malloc/free pair is counted in
- * instructions (bench/pairs.sh, issue 11), and a call across files would
+ * instructions (bench/pairs.sh), and a call across files would
  * cost it a frame.
  */
 #ifndef XPFO_ALLOC_HEAP_H
@@ -177,7 +177,7 @@ __attribute__((noinline)) void *small_refill(struct tstate *t, struct theap *h, 
 /* Empty slabs a heap keeps (slab.c): up to KEEP_EMPTY_BASE pages of them
  * whatever it allocates; past that, fresh pages taken retire as many. */
 #define KEEP_EMPTY_BASE 64
-void heap_shed_kept(struct tstate *t, struct theap *h, size_t np);
+void slab_shed_kept(struct tstate *t, struct theap *h, size_t np);
 /* Give slot i back to the slab's remote bits (another heap's slab). */
 void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i);
 __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct theap *h,
@@ -197,7 +197,7 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size,
 /* ---- alloc/harden.c ------------------------------------------------------ */
 void touch_begin(struct touch *x, struct tstate *t, uint16_t owner, void *p, size_t n);
 void touch_end(struct touch *x);
-void t_fill(struct touch *x, void *p, int byte, size_t n);
+void touch_fill(struct touch *x, void *p, int byte, size_t n);
 _Noreturn __attribute__((noinline, cold)) void canary_fatal(void *p, unsigned cls);
 /* Hardening work on a slot being handed out (t->hard says some is on). */
 __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, void *p);
@@ -207,7 +207,7 @@ __attribute__((noinline)) bool slot_on_free(struct tstate *t, struct slab *s, ui
 
 /* ---- the fast path's helpers -------------------------------------------- */
 
-static inline void t_read(struct touch *x, const void *p, void *buf, size_t n)
+static inline void touch_read(struct touch *x, const void *p, void *buf, size_t n)
 {
 	if (!x->indirect)
 		memcpy(buf, (const char *)p + x->delta, n);
@@ -238,6 +238,7 @@ static inline void *slab_take_random(struct tstate *t, struct slab *s)
 		uint64_t rot = (f >> r) | (f << ((64 - r) & 63));
 		unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
 		bits_store(&s->used[w], s->used[w] | (1ull << b));
+		bits_store(&s->given[w], s->given[w] | (1ull << b));
 		s->nused++;
 		return slot_addr(s, w * 64 + b);
 	}
@@ -255,6 +256,7 @@ static inline __attribute__((always_inline)) void *slab_take(struct tstate *t, s
 		if (~u) {
 			unsigned b = (unsigned)__builtin_ctzll(~u);
 			bits_store(&s->used[w], u | (1ull << b));
+			bits_store(&s->given[w], s->given[w] | (1ull << b));
 			s->nused++;
 			s->cursor = w;
 			return slot_addr(s, w * 64 + b);
@@ -269,7 +271,7 @@ static inline void canary_check_x(struct touch *x, const struct slab *s, void *p
 	if (x->skipped)
 		return;
 	uint64_t c;
-	t_read(x, (char *)p + classes[s->cls].size - canary_bytes, &c, sizeof c);
+	touch_read(x, (char *)p + classes[s->cls].size - canary_bytes, &c, sizeof c);
 	if (unlikely(c != s->canary))
 		canary_fatal(p, s->cls);
 }
@@ -301,7 +303,7 @@ static inline void slot_release_local(struct tstate *t, struct theap *h, struct 
 
 static inline void slot_release(struct tstate *t, struct slab *s, uint32_t i)
 {
-	/* abandon_slab and adopt store s->heap atomically (heap_lock) */
+	/* abandon_slab and adopt store s->heap atomically (pages_lock) */
 	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) == t->heap)
 		slot_release_local(t, t->heap, s, i);
 	else

@@ -11,12 +11,26 @@
 
 #include <string.h>
 
+/* The thread's state (made by api/init.c's tstate_slow on first use, in
+ * this region's pool). */
+__thread struct tstate *tl_state __attribute__((tls_model("initial-exec")));
+
 #define GUARD PAGE_SIZE
 #define MAX_SLABS ((size_t)1 << 22)
 /* a slab takes a page at least: a small heap needs fewer (less metadata
  * to reserve under an address-space limit) */
 static size_t max_slabs;
-#define POOL_SIZE ((size_t)1 << 30)
+/* The pool (thread states of about 130 KiB, compartments, maps sized by
+ * the heap): a 64th of the heap, 1 GiB for the default 64 GiB, at least
+ * 4 MiB (some 30 thread states: each thread's stack takes more address
+ * space than that in a program small enough to need such a heap). */
+#define POOL_MIN ((size_t)4 << 20)
+#define POOL_MAX ((size_t)1 << 30)
+static size_t pool_size(void)
+{
+	size_t n = (heap_nsegs << SEG_SHIFT) / 64;
+	return n < POOL_MIN ? POOL_MIN : n > POOL_MAX ? POOL_MAX : n;
+}
 
 
 static char *pool_base, *pool_cur, *pool_end;
@@ -45,7 +59,7 @@ static void big_pages(const void *p, size_t size, uintptr_t *lo, uintptr_t *hi)
 }
 static struct big_free *pool_big;
 
-static size_t slab_next;     /* ids handed out so far (heap_lock) */
+static size_t slab_next;     /* ids handed out so far (pages_lock) */
 static struct slab *slab_freelist;
 
 static char *meta_parts[3];
@@ -59,30 +73,29 @@ int meta_init(void)
 	size_t heap_pages = heap_nsegs * SEG_PAGES;
 	max_slabs = heap_pages < MAX_SLABS ? heap_pages : MAX_SLABS;
 	size_t slab_bytes = page_round(max_slabs * sizeof(struct slab));
-	size_t total = GUARD + seg_bytes + GUARD + slab_bytes + GUARD + POOL_SIZE + GUARD;
+	size_t pool = pool_size();
+	size_t total = GUARD + seg_bytes + GUARD + slab_bytes + GUARD + pool + GUARD;
 	void *base;
 	int e = os_reserve(total, PAGE_SIZE, &base);
 	if (e)
 		return e;
 	char *p = (char *)base + GUARD;
-	if ((e = os_protect(p, seg_bytes, OS_RW)))
+	char *slabs = p + seg_bytes + GUARD, *pool_p = slabs + slab_bytes + GUARD;
+	if ((e = os_protect(p, seg_bytes, OS_RW)) || (e = os_protect(slabs, slab_bytes, OS_RW)) ||
+	    (e = os_protect(pool_p, pool, OS_RW))) {
+		os_unmap(base, total); /* the caller may try a smaller heap */
 		return e;
+	}
 	seg_table = (struct segment *)p;
+	slab_table = (struct slab *)slabs;
+	pool_base = pool_cur = pool_p;
+	pool_end = pool_p + pool;
 	meta_parts[0] = p;
 	meta_sizes[0] = seg_bytes;
-	p += seg_bytes + GUARD;
-	if ((e = os_protect(p, slab_bytes, OS_RW)))
-		return e;
-	slab_table = (struct slab *)p;
-	meta_parts[1] = p;
+	meta_parts[1] = slabs;
 	meta_sizes[1] = slab_bytes;
-	p += slab_bytes + GUARD;
-	if ((e = os_protect(p, POOL_SIZE, OS_RW)))
-		return e;
-	pool_base = pool_cur = p;
-	meta_parts[2] = p;
-	meta_sizes[2] = POOL_SIZE;
-	pool_end = p + POOL_SIZE;
+	meta_parts[2] = pool_p;
+	meta_sizes[2] = pool;
 	return 0;
 }
 

@@ -5,6 +5,14 @@
 
 #include <string.h>
 
+/* The compartments by id (an owner is a compartment id), root's statically:
+ * compartment.c makes and destroys them. */
+struct xpfo_compartment *comp_table[MAX_COMPARTMENTS];
+struct xpfo_compartment comp_root = {
+	.magic = COMP_MAGIC, .id = 1, .live = 1, .open = 1, .name = "root",
+	.lock = PTHREAD_MUTEX_INITIALIZER, .epoch = 1,
+};
+
 static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 /* page i's entry and aux words */
 static inline uint32_t *pw(struct segment *s, size_t i) { return &s->ent[i].page; }
@@ -68,6 +76,8 @@ static enum blk_status lookup_unused(uintptr_t a, struct segment *sg, uint8_t ki
 {
 	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
 	b->base = a;
+	if (!sg->tag)
+		return BLK_NOT_BLOCK; /* never carved: nothing was ever handed out here */
 	if (kind == SEG_UNUSED && sg->tag && sg->tag <= NCLASSES && PG_TYPE(e) == PG_FREE &&
 	    PG_INFO_CLASS(PG_VAL(e)) == sg->tag - 1)
 		return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
@@ -93,7 +103,7 @@ static enum blk_status lookup_slab(uintptr_t a, uint32_t e, struct blk *b)
 		return BLK_INTERIOR;
 	uint64_t bit = 1ull << (i % 64);
 	if (!(ld(&s->used[i / 64]) & bit) || ((ld(&s->remote[i / 64]) | ld(&s->quar[i / 64])) & bit))
-		return BLK_FREED;
+		return ld(&s->given[i / 64]) & bit ? BLK_FREED : BLK_NOT_BLOCK;
 	return BLK_OK;
 }
 
@@ -120,13 +130,19 @@ static enum blk_status lookup_run(uintptr_t a, struct segment *sg, uint32_t e, s
 	return a == page ? BLK_OK : BLK_INTERIOR;
 }
 
-/* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD */
-static enum blk_status lookup_dead(uintptr_t a, uint32_t e, struct blk *b)
+/* PG_FREE, PG_PENDING, PG_QUAR, PG_GUARD.  A page past ents_hwm was never
+ * written since the carve: in a segment on its first carve (gen 1: it never
+ * changed hands before) nothing was ever handed out there; after an
+ * earlier life a page start there may be a run freed then (a double free,
+ * as before). */
+static enum blk_status lookup_dead(uintptr_t a, struct segment *sg, uint32_t e, struct blk *b)
 {
 	uintptr_t page = a & ~(uintptr_t)(PAGE_SIZE - 1);
 	b->kind = BK_LARGE;
 	b->base = page;
 	b->usable = b->span = (size_t)PG_RUN_PAGES(PG_VAL(e)) << PAGE_SHIFT;
+	if (page_index(a) >= ents_hwm(sg) && sg->gen <= 1)
+		return BLK_NOT_BLOCK;
 	if ((PG_TYPE(e) == PG_FREE || PG_TYPE(e) == PG_PENDING) && PG_INFO_CLASS(PG_VAL(e)) >= 0)
 		return retired_slot(a, page, PG_VAL(e)) ? BLK_FREED : BLK_NOT_BLOCK;
 	return a == page && PG_TYPE(e) != PG_GUARD ? BLK_FREED : BLK_NOT_BLOCK;
@@ -153,7 +169,7 @@ enum blk_status owner_lookup(uintptr_t a, struct blk *b)
 	case PG_LARGE:
 		return lookup_run(a, sg, e, b);
 	default:
-		return lookup_dead(a, e, b);
+		return lookup_dead(a, sg, e, b);
 	}
 }
 

@@ -54,7 +54,7 @@ struct page_entry {
 /* One per 4 MiB of the reservation; lives in the metadata region.
  *
  * Invariant of a carved segment (kind SEG_PAGES_K, not releasing), checked
- * by owner_check() in debug builds, heap_lock held:
+ * by owner_check() in debug builds, pages_lock held:
  *     free_pages == popcount(free_map) == #{p : PG_TYPE(ent[p].page) == PG_FREE}
  *     clean_map  is a subset of free_map (a clean page is a free one)
  *     PG_FREE page: inaccessible; aux = flush serial of its revocation
@@ -63,12 +63,26 @@ struct page_entry {
  *     another compartment keeps its segment, so aux, not `owner`, is the
  *     page's owner)
  * so a page reaches a new owner only through the free map, which a page
- * joins only after its revocation was applied (I2). */
+ * joins only after its revocation was applied (I2).
+ *
+ * One shortcut keeps it: revoke_cancel (gather.c) taking back a run of
+ * root's (mprotect backend) leaves its entries pending until the caller
+ * writes the slab's, or the head of a page run taken from a run queued
+ * whole (its tails point at it already; one taken from any other queued
+ * run gets its placeholders there, for owner_set_large_head).  On the
+ * mprotect backend root's pages are walked only by root_access, in
+ * comp_enter/comp_leave of a STRICT compartment, by the process's only
+ * thread (comp_enter counts the threads; one started while root is closed
+ * stops at tstate_slow) right after it flushed its gather (FR_SWITCH keeps
+ * nothing): so by this thread, never between the cancel and the caller's
+ * write.  uffd's pages_walk_live takes pending and live pages alike.  The
+ * pages are not free and their aux is still root's, so the invariant
+ * holds. */
 struct segment {
 	uint16_t owner;      /* compartment id; 0 when unused */
 	uint8_t kind;        /* enum seg_kind */
 	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
-	uint8_t tag;         /* class whose slabs it holds, TAG_LARGE, or 0xff: never carved */
+	uint8_t tag;         /* class + 1 of its slabs, TAG_LARGE + 1, or 0: never carved */
 	uint16_t rsv;        /* reserved for this compartment (xpfo_lock_thread), or 0 */
 	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
 	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
@@ -80,11 +94,11 @@ struct segment {
 	uint64_t clean_map[SEG_WORDS]; /* bit set: page is known zero, not resident */
 	/* bit set: a free page revoked with guard markers (release=guard)
 	 * whose protection is still root's, open (a subset of clean_map;
-	 * pages.c, revoke.c guard_granted) */
+	 * pages.c, grant.c guard_granted) */
 	uint64_t open_map[SEG_WORDS];
 	/* owner.c only: the pages whose words were written since the carve
 	 * are below this one (every page is taken before it is written:
-	 * owner_set_taken, heap_lock held) */
+	 * owner_set_taken, pages_lock held) */
 	uint32_t ents_hwm;
 	struct page_entry ent[SEG_PAGES]; /* owner.c only: see the invariant */
 };
@@ -130,7 +144,7 @@ struct blk {
  * interior pointer, not in the heap, or nothing; b says which block. */
 enum blk_status owner_lookup(uintptr_t a, struct blk *b);
 
-/* ---- the setters (heap_lock held, or pages the caller alone holds) ------ */
+/* ---- the setters (pages_lock held, or pages the caller alone holds) ------ */
 /* A live page run of npages for owner (its head says how long it is). */
 void owner_set_large(uintptr_t addr, size_t npages, uint16_t owner);
 /* The same for a run whose pages already point back at addr with owner's
@@ -210,7 +224,7 @@ enum owner_snap {
  * tables as they are (alloc/executor.c reads its copy taken at the lock). */
 enum owner_snap owner_snapshot(size_t i, uint16_t id);
 
-/* Debug: the invariant above for every carved segment (heap_lock held). */
+/* Debug: the invariant above for every carved segment (pages_lock held). */
 void owner_check(void);
 
 #endif

@@ -10,7 +10,7 @@
  * pages_release().  A segment goes back to the unused pool only when all its
  * pages are free, and is purged first, so a new owner gets fresh frames.
  *
- * Everything here runs under heap_lock; syscalls (purges) run outside it.
+ * Everything here runs under pages_lock; syscalls (purges) run outside it.
  */
 #include "alloc.h"
 #include "owner.h"
@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <string.h>
 
-pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *seg_used_map; /* bit set: segment in use (or being released) */
 /* bit set: the segment was taken once, so its descriptor (8.5 KiB of the
  * segment table) is resident for good; seg_seen counts them */
@@ -311,7 +311,7 @@ static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsign
 }
 
 /* The open guard-marked pages among [i, i+n) of s leave the open map; the
- * thread notes how many for its grant (revoke.c guard_granted). */
+ * thread notes how many for its grant (grant.c guard_granted). */
 static void take_note(struct segment *s, size_t i, size_t n)
 {
 	/* all but the last page apart: a guarded run's guard is its last */
@@ -347,16 +347,24 @@ static bool seg_take_pages(struct segment *s, size_t i, size_t n, uint16_t owner
 	return clean == n;
 }
 
+/* Can carved segment s take pages of tag?  Its own tag's only (class
+ * isolation), but any in a small heap, whose few segments could not hold
+ * a class each. */
+static bool seg_serves(const struct segment *s, unsigned tag)
+{
+	return s->kind == SEG_PAGES_K && (s->tag == tag || heap_nsegs < SMALL_HEAP_SEGS);
+}
+
 uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pages, unsigned tag,
 		      bool *clean)
 {
 	tag++; /* stored as class + 1: 0 means never carved */
 	uintptr_t r = 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	struct segment *s;
 	size_t i = SEG_PAGES;
 	for (s = c->segs; s; s = s->next) {
-		if (s->kind != SEG_PAGES_K || s->free_pages < npages || s->tag != tag)
+		if (!seg_serves(s, tag) || s->free_pages < npages)
 			continue;
 		i = bit_find_run(s->free_map, SEG_PAGES, npages, align_pages);
 		if (i < SEG_PAGES)
@@ -373,11 +381,11 @@ uintptr_t pages_alloc(struct xpfo_compartment *c, size_t npages, size_t align_pa
 		*clean = seg_take_pages(s, i, npages, c->id);
 		r = seg_addr(s) + (i << PAGE_SHIFT);
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	return r;
 }
 
-/* A span for a thread's grant (issue 11): the first free run of at least
+/* A span for a thread's grant: the first free run of at least
  * `unit` pages in c's segments of `tag`, taken whole up to `max` pages (a
  * multiple of unit), so one protection change opens what the thread's next
  * runs or slabs need; a new segment only when none has `unit` free pages. */
@@ -385,11 +393,11 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 			   bool guarded, size_t *got, bool *clean)
 {
 	uintptr_t r = 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	struct segment *s;
 	size_t i = SEG_PAGES, n = unit;
 	for (s = c->segs; s; s = s->next) {
-		if (s->kind != SEG_PAGES_K || s->free_pages < unit || s->tag != tag + 1)
+		if (!seg_serves(s, tag + 1) || s->free_pages < unit)
 			continue;
 		i = bit_find_run(s->free_map, SEG_PAGES, unit, 1);
 		if (i < SEG_PAGES)
@@ -404,7 +412,7 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 				      false);
 		n = (end - i) / unit * unit;
 		/* guarded runs whose pages (their guards apart) are all open
-		 * under markers are granted by one call (revoke.c
+		 * under markers are granted by one call (grant.c
 		 * grant_guarded_span) */
 		bool open = guarded && n > unit;
 		for (size_t k = i; open && k < i + n; k += unit)
@@ -414,7 +422,7 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 			tl_state->take.runs_open = true;
 		r = seg_addr(s) + (i << PAGE_SHIFT);
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	*got = n;
 	return r;
 }
@@ -423,7 +431,7 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 {
 	size_t n = align_up(npages << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT;
 	size_t a = align > SEG_SIZE ? align >> SEG_SHIFT : 1;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	struct segment *s = segs_take(c, n, a, TAG_LARGE + 1);
 	if (s) {
 		for (size_t k = 0; k < n; k++) {
@@ -438,12 +446,12 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 		stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages, (int64_t)npages);
 		stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)npages);
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	*clean = true;
 	return s ? seg_addr(s) : 0;
 }
 
-/* Mark pages [i, i+n) of a carved segment clean (heap_lock held). */
+/* Mark pages [i, i+n) of a carved segment clean (pages_lock held). */
 static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 {
 	size_t was = bit_count(s->clean_map, i, n);
@@ -475,7 +483,7 @@ void segs_release(size_t *idx, size_t n)
 			stat_inc(purges);
 			stat_add(pages_purged, (j - k) * SEG_PAGES);
 		}
-		pthread_mutex_lock(&heap_lock);
+		pthread_mutex_lock(&pages_lock);
 		for (size_t m = k; m < j; m++) {
 			/* kept out: marked quarantined (2), so that a lookup reads
 			 * a freed block, not a live one with no owner */
@@ -491,7 +499,7 @@ void segs_release(size_t *idx, size_t n)
 				stat_sub(segments, 1);
 			}
 		}
-		pthread_mutex_unlock(&heap_lock);
+		pthread_mutex_unlock(&pages_lock);
 		if (e) /* the entries stay as they were: `releasing` says quarantined */
 			policy_failed("purge (released segments)", e,
 				      heap_base + (idx[k] << SEG_SHIFT), (j - k) * SEG_PAGES);
@@ -499,13 +507,13 @@ void segs_release(size_t *idx, size_t n)
 	}
 }
 
-/* A full queue is released with heap_lock dropped (syscalls after the lock). */
+/* A full queue is released with pages_lock dropped (syscalls after the lock). */
 static void segs_drain(size_t *rel, size_t *nrel)
 {
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	segs_release(rel, *nrel);
 	*nrel = 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 }
 
 void segs_queue(size_t *rel, size_t *nrel, size_t i)
@@ -520,7 +528,7 @@ void pages_release(const struct range *r, unsigned n)
 	size_t rel[SEGS_QUEUE_MAX];
 	size_t nrel = 0;
 	uint32_t serial = (uint32_t)flush_serial();
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	for (unsigned k = 0; k < n; k++) {
 		struct segment *s = seg_of(r[k].addr);
 		if (s->gen != r[k].gen)
@@ -561,48 +569,24 @@ void pages_release(const struct range *r, unsigned n)
 			segs_queue(rel, &nrel, seg_index(s));
 		}
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	if (nrel)
 		segs_release(rel, nrel);
 }
 
-/* Free pages that are not clean hold their segment owner's old bytes (a
- * run of any other owner is purged when it is freed, and a segment changes
- * hands only purged): a run of another owner growing over them needs fresh
- * frames. */
-/* The guard page of a run growing by `extra` moves to its new end: made
- * inaccessible before the old one opens (the run never ends unguarded). */
-static int grow_move_guard(uintptr_t addr, size_t new_npages, uint16_t owner)
-{
-	uintptr_t ng = addr + (new_npages << PAGE_SHIFT);
-	int e = revoke_range(ng, PAGE_SIZE);
-	if (e)
-		return e;
-	owner_set_guard(ng, owner);
-	return 0;
-}
-
-static void grow_keep_guard(uintptr_t old, uint16_t owner)
-{
-	int e = revoke_range(old, PAGE_SIZE);
-	if (e) {
-		stat_inc(revoke_failures);
-		xpfo_error("cannot close the guard page at %p again after a failed realloc in "
-			   "place (errno %d): the run ends unguarded (compartment \"%s\")",
-			   (void *)old, (long)e, comp_table[owner]->name);
-	}
-	owner_set_guard(old, owner);
-}
-
-/* Grow the run at addr from npages to new_npages where it is, over the free
- * pages after it: as many as are free up to max_npages, at least
- * min_npages (realloc asks for some room beyond the size: heap.c,
- * realloc_room; deciding here, once, keeps a failed grant from being
- * tried again at another size).  A guarded run takes the pages after its
- * guard page: the old guard becomes the run's, the last new page its
- * guard. */
-size_t pages_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
-			   bool guard)
+/* Take the free pages after the live run at addr (npages; guarded: its
+ * guard page follows) for it to grow over: as many as are free up to
+ * max_npages, at least min_npages (realloc asks for some room beyond the
+ * size: heap.c, realloc_room; deciding here, once, keeps a failed grant
+ * from being tried again at another size).  A guarded run takes the pages
+ * after its guard page.  Returns the run's new length, the pages taken in
+ * *r (not granted yet: run.c's run_grow_in_place does that, and gives them
+ * back with pages_release on failure), or 0.  Free pages that are not
+ * clean hold their segment owner's old bytes (a run of any other owner is
+ * purged when it is freed, and a segment changes hands only purged): a run
+ * of another owner growing over them gets fresh frames here. */
+size_t pages_take_after(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
+			bool guard, struct range *r)
 {
 	struct segment *s = seg_of(addr);
 	size_t i = ((addr >> PAGE_SHIFT) & (SEG_PAGES - 1)) + guard;
@@ -612,41 +596,29 @@ size_t pages_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages, siz
 		max_npages = SEG_PAGES - i;
 	if (s->kind != SEG_PAGES_K || min_npages > max_npages)
 		return 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	size_t new_npages = bit_next(s->free_map, i + npages, i + max_npages, false) - i;
 	bool ok = new_npages >= min_npages;
 	size_t extra = new_npages - npages;
 	bool fresh = ok && (seg_take_pages(s, i + npages, extra, owner) || owner == s->owner);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	if (!ok)
 		return 0;
-	struct range r = { more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
+	*r = (struct range){ more, (uint32_t)extra, owner, RK_RUN, 0, 0, 0, s->gen, 0, 0 };
 	if (!fresh) {
 		if (backing_purge(more, extra << PAGE_SHIFT)) {
-			pages_release(&r, 1); /* never opened: back as they were */
+			pages_release(r, 1); /* never opened: back as they were */
 			return 0;
 		}
 		stat_inc(purges);
 		stat_add(pages_purged, extra);
-		r.purged = 1;
-	}
-	if (guard && grow_move_guard(addr, new_npages, owner)) {
-		pages_release(&r, 1);
-		return 0;
-	}
-	if (grant(comp_table[owner], addr + (npages << PAGE_SHIFT), extra << PAGE_SHIFT)) {
-		/* the new guard stays inaccessible; the old one stays the guard
-		 * (closed again: a failed grant may have opened a prefix) */
-		if (guard)
-			grow_keep_guard(addr + (npages << PAGE_SHIFT), owner);
-		pages_release(&r, 1); /* could not open them: straight back */
-		return 0;
+		r->purged = 1;
 	}
 	return new_npages;
 }
 
 /* Pages [p, q) of s could not be purged while s changes hands: they hold
- * the old owner's bytes, so they leave the free map for good (heap_lock
+ * the old owner's bytes, so they leave the free map for good (pages_lock
  * held). */
 static void seg_quarantine_free(struct segment *s, size_t p, size_t q, int err)
 {
@@ -669,7 +641,7 @@ static void purge_failed(uintptr_t addr, size_t npages, int err)
 }
 
 /* Purge the retained (free, not clean) pages of carved segment s, under
- * heap_lock: a page taken by another thread right after an unlock could be
+ * pages_lock: a page taken by another thread right after an unlock could be
  * zeroed under its new owner.  With `handover` s is about to change hands:
  * a page that cannot be purged is quarantined, never handed over. */
 void seg_purge_retained(struct segment *s, bool handover)
@@ -705,12 +677,12 @@ void pages_purge_all(void)
 			i |= 63;
 			continue;
 		}
-		pthread_mutex_lock(&heap_lock);
+		pthread_mutex_lock(&pages_lock);
 		struct segment *s = &seg_table[i];
 		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing &&
 		    (!only || s->rsv == only))
 			seg_purge_retained(s, false);
-		pthread_mutex_unlock(&heap_lock);
+		pthread_mutex_unlock(&pages_lock);
 	}
 }
 
@@ -756,7 +728,7 @@ static void rsv_claim_held(struct xpfo_compartment *c)
 int pages_reserve(struct xpfo_compartment *c, size_t n)
 {
 	int e = 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	if (!c->reserved) {
 		size_t i = n <= heap_nsegs ? segs_find(0, n, 1, 0, false) : heap_nsegs;
 		if (i == heap_nsegs) {
@@ -772,13 +744,13 @@ int pages_reserve(struct xpfo_compartment *c, size_t n)
 			c->reserved = 1;
 		}
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	return e;
 }
 
 void pages_unreserve(struct xpfo_compartment *c)
 {
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	for (size_t i = 0; c->reserved && i < heap_nsegs; i++) {
 		i = bit_next(seg_used_map, i, heap_nsegs, true);
 		if (i == heap_nsegs || seg_table[i].rsv != c->id)
@@ -791,7 +763,7 @@ void pages_unreserve(struct xpfo_compartment *c)
 	}
 	c->reserved = 0;
 	c->rsv_warned = 0;
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 }
 
 bool pages_reserved_for(size_t i, uint16_t id)
@@ -809,7 +781,7 @@ static void protect_or_warn(uintptr_t a, size_t len)
 
 void pages_protect_free(void)
 {
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	size_t unused_from = heap_nsegs;
 	for (size_t i = 0; i <= heap_nsegs; i++) {
 		bool unused = i < heap_nsegs && seg_table[i].kind == SEG_UNUSED;
@@ -830,5 +802,5 @@ void pages_protect_free(void)
 			p = bit_next(s->free_map, q, SEG_PAGES, true);
 		}
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 }

@@ -51,12 +51,12 @@ static uint64_t enter_tick;
  * (src/gadgets.c exempts this section, and only it, from the lock's scan).
  * It checks what the register holds before it returns, so a jump straight
  * to the write with a value of the attacker's does not keep a key open in
- * a locked thread (sandbox_gate_check, alloc/sandbox.c). */
+ * a locked thread (gate_check, alloc/gate.c). */
 __attribute__((noinline, section("xpfo_gate")))
 void pkeys_write(uint64_t v)
 {
 	arch_pkey_reg_write((arch_pkey_reg_t)v);
-	sandbox_gate_check();
+	gate_check();
 }
 
 void pkeys_init(void)
@@ -152,7 +152,7 @@ static int key_new(void)
 
 /* pk_lock held: a key for c, taken from the least recently entered keyed
  * compartment no thread is inside if none is free. */
-static int key_take(struct xpfo_compartment *c)
+static int key_take(struct xpfo_compartment *c, comp_retag_fn *retag)
 {
 	int k = key_new();
 	if (k < 0) {
@@ -167,7 +167,7 @@ static int key_take(struct xpfo_compartment *c)
 		k = v->key;
 		pthread_mutex_lock(&v->lock);
 		v->key = -1;
-		comp_retag(v, -1);
+		retag(v, -1);
 		pthread_mutex_unlock(&v->lock);
 		key_owner[k] = NULL;
 		stat_inc(key_evictions);
@@ -175,7 +175,7 @@ static int key_take(struct xpfo_compartment *c)
 	}
 	pthread_mutex_lock(&c->lock);
 	c->key = k;
-	comp_retag(c, k);
+	retag(c, k);
 	pthread_mutex_unlock(&c->lock);
 	key_owner[k] = c;
 	stat_inc(keys_in_use);
@@ -191,13 +191,13 @@ void pkeys_fork_lock(bool lock)
 		pthread_mutex_unlock(&pk_lock);
 }
 
-bool pkeys_enter(struct xpfo_compartment *c)
+bool pkeys_enter(struct xpfo_compartment *c, comp_retag_fn *retag)
 {
 	if (!pkeys_on || c == &comp_root)
 		return false;
 	pthread_mutex_lock(&pk_lock);
 	if (c->key < 0)
-		key_take(c);
+		key_take(c, retag);
 	bool keyed = c->key > 0;
 	if (keyed) {
 		c->inside++;

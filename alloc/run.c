@@ -121,14 +121,14 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		return a;
 	}
 	/* a span of whole runs, granted at once: the spare waits in the gather
-	 * for this thread's next ones (revoke_grant_span); guarded runs only
+	 * for this thread's next ones (grant_span_size); guarded runs only
 	 * where one call grants them all (grant_guarded_spans) and none would
 	 * grow in place */
 	size_t take = total;
 	bool span = align_pages == 1 && !secret_comp(c) &&
 		    (!guard || (npages < GUARDED_GROW_MIN && grant_guarded_spans(c)));
 	if (span)
-		a = pages_alloc_span(c, total, revoke_grant_span(t, total, guard), tag, guard, &take,
+		a = pages_alloc_span(c, total, grant_span_size(t, total, guard), tag, guard, &take,
 				     clean);
 	else
 		a = pages_alloc(c, take, align_pages, tag, clean);
@@ -140,7 +140,7 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		return 0;
 	if (guard && take > total && (take = guarded_span(t, c, a, npages, take, *clean)) != total)
 		return take ? 0 : a;
-	if (grant(c, a, (take - guard) << PAGE_SHIFT)) {
+	if (grant_range(c, a, (take - guard) << PAGE_SHIFT)) {
 		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		pages_release(&r, 1);
 		return 0;
@@ -170,7 +170,7 @@ static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t
 		stat_sub(mapped_pages, 1);
 		stat_sub(resident_pages, 1);
 	}
-	if (a && grant(c, a, np << PAGE_SHIFT)) {
+	if (a && grant_range(c, a, np << PAGE_SHIFT)) {
 		struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		seg_of(a)->releasing = 1;
 		pages_release(&r, 1);
@@ -227,7 +227,7 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero, size_t
 	if (!a)
 		return fail_null(ENOMEM);
 	if (clean)
-		heap_shed_kept(t, t->heap, np);
+		slab_shed_kept(t, t->heap, np);
 	if (zero && !clean)
 		memset((void *)a, 0, np << PAGE_SHIFT);
 	else if (written >= PAGE_SIZE && clean)
@@ -262,7 +262,7 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large;
 	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
 		return false;
-	if (nnp > np && grant(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
+	if (nnp > np && grant_range(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
 		return false;
 	if (nnp < np) {
 		if (revoke_range(a + (nnp << PAGE_SHIFT), (np - nnp) << PAGE_SHIFT))
@@ -271,6 +271,56 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 	huge_recount(b->seg, nnp);
 	stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
 	return true;
+}
+
+/* The guard page of a run growing by `extra` moves to its new end: made
+ * inaccessible before the old one opens (the run never ends unguarded). */
+static int grow_move_guard(uintptr_t addr, size_t new_npages, uint16_t owner)
+{
+	uintptr_t ng = addr + (new_npages << PAGE_SHIFT);
+	int e = revoke_range(ng, PAGE_SIZE);
+	if (e)
+		return e;
+	owner_set_guard(ng, owner);
+	return 0;
+}
+
+static void grow_keep_guard(uintptr_t old, uint16_t owner)
+{
+	int e = revoke_range(old, PAGE_SIZE);
+	if (e) {
+		stat_inc(revoke_failures);
+		xpfo_error("cannot close the guard page at %p again after a failed realloc in "
+			   "place (errno %d): the run ends unguarded (compartment \"%s\")",
+			   (void *)old, (long)e, comp_table[owner]->name);
+	}
+	owner_set_guard(old, owner);
+}
+
+/* Grow the run at addr from npages where it is, over the free pages after
+ * it (pages_take_after: at least min_npages, at most max_npages).  A
+ * guarded run's old guard becomes the run's, the last new page its guard.
+ * Returns the new count, with the pages granted, or 0 (nothing changed). */
+static size_t run_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages,
+				size_t max_npages, bool guard)
+{
+	struct range r;
+	size_t new_npages = pages_take_after(addr, npages, min_npages, max_npages, guard, &r);
+	if (!new_npages)
+		return 0;
+	if (guard && grow_move_guard(addr, new_npages, r.owner)) {
+		pages_release(&r, 1);
+		return 0;
+	}
+	if (grant_range(comp_table[r.owner], addr + (npages << PAGE_SHIFT), (size_t)r.npages << PAGE_SHIFT)) {
+		/* the new guard stays inaccessible; the old one stays the guard
+		 * (closed again: a failed grant may have opened a prefix) */
+		if (guard)
+			grow_keep_guard(addr + (npages << PAGE_SHIFT), r.owner);
+		pages_release(&r, 1); /* could not open them: straight back */
+		return 0;
+	}
+	return new_npages;
 }
 
 /* Resize a page run or huge block of the caller's compartment where it
@@ -282,8 +332,11 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size,
 	size_t nnp = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
 	if (nnp == np)
 		return true;
+	/* a guarded shared run moves: its new guard page would stay in the
+	 * memfd, read by the holders, and written again if the run grew back */
 	if (b->kind == BK_LARGE && nnp < np && nnp > 0 &&
-	    (!b->guarded || revoke_range(a + (nnp << PAGE_SHIFT), PAGE_SIZE) == 0)) {
+	    (!b->guarded ||
+	     (!alias_in(a, np << PAGE_SHIFT) && revoke_range(a + (nnp << PAGE_SHIFT), PAGE_SIZE) == 0))) {
 		run_shrink(t, a, b, np, nnp);
 		return true;
 	}
@@ -298,7 +351,7 @@ bool realloc_in_place(struct tstate *t, uintptr_t a, struct blk *b, size_t size,
 		max = np + np / 4;
 	if (b->kind == BK_LARGE && size <= LARGE_MAX && nnp > np &&
 	    (!b->guarded || (np >= GUARDED_GROW_MIN && (nnp - np) * 4 <= np)) &&
-	    (got = pages_grow_in_place(a, np, nnp, max > nnp ? max : nnp, b->guarded))) {
+	    (got = run_grow_in_place(a, np, nnp, max > nnp ? max : nnp, b->guarded))) {
 		owner_set_large(a, got, b->owner);
 		stat_add(large_live_bytes, (got - np) << PAGE_SHIFT);
 		return true;

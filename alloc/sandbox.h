@@ -3,6 +3,8 @@
 #ifndef XPFO_SANDBOX_H
 #define XPFO_SANDBOX_H
 
+#include "gate.h"
+
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,22 +19,6 @@ struct sandbox_shared {
 	uint64_t pagemap_reads;    /* reads of the page map for pending pages */
 };
 extern struct sandbox_shared *sandbox_shared;
-
-struct sandbox_gate_entry {
-	uintptr_t tls;             /* &tl_sandbox_locked of the locked thread */
-	long tid;
-	uint64_t allowed;          /* bit k: key k may be open */
-	uint16_t comp;             /* the compartment it is locked into */
-};
-union sandbox_gate {
-	struct {
-		unsigned n;
-		struct sandbox_gate_entry e[64];
-		int plain_key;     /* key_plain() (alloc.h): 0, or key_root after a lock */
-	} g;
-	char page[4096];
-};
-extern union sandbox_gate sandbox_gate;
 
 const char *sandbox_syscall_name(long nr, char *buf, size_t n);
 /* Count a denied call and report it once per syscall number (reported:

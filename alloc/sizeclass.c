@@ -1,8 +1,8 @@
 /* sizeclass.c - size classes: 16-byte steps to 128, then four classes per
  * doubling up to 16 KiB, and from 512 a fifth just past each power of two
- * (base + 64): a power-of-two request and its 8-byte canary took the next
- * quarter step, 25% more than asked (sqlite's 1,032- and 4,104-byte blocks
- * in 1,280- and 5,120-byte slots; its peak RSS 82.8 -> 79.6 MB).  Each
+ * (base + 64): a power-of-two request and its 8-byte canary would take
+ * the next quarter step, 25% more than asked (sqlite's 1,032- and
+ * 4,104-byte blocks in 1,280- and 5,120-byte slots: 4% more peak RSS).  Each
  * class gets a slab size chosen so that the slots fill the slab with
  * little waste. */
 #include "alloc.h"

@@ -101,9 +101,9 @@ static void slab_retire(struct tstate *t, struct slab *s)
 	unsigned flags = (s->guard ? RF_GUARDED : 0) | RF_CLASS(s->cls);
 	uintptr_t base = s->base;
 	uint16_t owner = s->owner;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	slab_meta_free(s);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	flush_if_full(t, revoke_add(t, base, np, owner, RK_RUN, flags));
 }
 
@@ -116,8 +116,8 @@ static void slab_retire(struct tstate *t, struct slab *s)
  * allocates it again would get its pages back from the kernel one fault
  * each (guard markers take the frames of what they revoke).  mimalloc
  * keeps empty pages a while the same way.  The rest retire, and past
- * KEEP_EMPTY_BASE pages fresh pages retire kept ones (heap_shed_kept);
- * heap_abandon retires the kept ones at thread exit. */
+ * KEEP_EMPTY_BASE pages fresh pages retire kept ones (slab_shed_kept);
+ * slab_abandon retires the kept ones at thread exit. */
 
 /* Count s's pages in *total (its flag set) unless that passes bound; true
  * when s is (now) counted. */
@@ -133,7 +133,7 @@ static bool slab_count_in(uint8_t *flag, uint32_t *total, unsigned np, unsigned 
 }
 
 /* A slab newly kept goes to its partial list's tail: small_refill takes
- * the head (partial slabs fill first) and heap_shed_kept looks at the
+ * the head (partial slabs fill first) and slab_shed_kept looks at the
  * tail. */
 static bool slab_keep_empty(struct theap *h, struct slab *s)
 {
@@ -160,7 +160,7 @@ static bool slab_keep_empty(struct theap *h, struct slab *s)
  * thread. */
 #define SPARE_PAGES 128
 
-/* heap_lock held; true when s is (now) counted as a spare */
+/* pages_lock held; true when s is (now) counted as a spare */
 static bool slab_spare(struct xpfo_compartment *c, struct slab *s)
 {
 	unsigned np = classes[s->cls].npages;
@@ -231,7 +231,7 @@ static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
 	}
 	struct touch x;
 	touch_begin(&x, t, s->owner, (void *)s->base, len);
-	t_fill(&x, (void *)s->base, free_fill(), len);
+	touch_fill(&x, (void *)s->base, free_fill(), len);
 	touch_end(&x);
 }
 
@@ -249,7 +249,7 @@ static void slab_fill(struct tstate *t, struct slab *s, size_t npages)
  * kept slabs of sizes the program has moved on from do not add to its
  * peak (frag: 16 MiB of one-page slabs idle while its medium blocks took
  * new pages).  Their pages go to the gather like any slab's. */
-void heap_shed_kept(struct tstate *t, struct theap *h, size_t np)
+void slab_shed_kept(struct tstate *t, struct theap *h, size_t np)
 {
 	size_t shed = 0;
 	if (h->kept_pages <= KEEP_EMPTY_BASE)
@@ -279,10 +279,10 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	if (!a)
 		return NULL;
 	if (clean)
-		heap_shed_kept(t, h, k->npages);
-	pthread_mutex_lock(&heap_lock);
+		slab_shed_kept(t, h, k->npages);
+	pthread_mutex_lock(&pages_lock);
 	struct slab *s = slab_meta_new();
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	if (!s) {
 		flush_if_full(t, revoke_add(t, a, k->npages + guard, h->comp->id, RK_RUN,
 					    guard ? RF_GUARDED : 0));
@@ -336,7 +336,7 @@ static struct slab *adopt(struct theap *h, unsigned cls)
 	struct xpfo_compartment *c = h->comp;
 	if (!__atomic_load_n(&c->abandoned[cls], __ATOMIC_RELAXED))
 		return NULL;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	struct slab *s = c->abandoned[cls];
 	if (s) {
 		__atomic_store_n(&c->abandoned[cls], s->next, __ATOMIC_RELAXED);
@@ -347,7 +347,7 @@ static struct slab *adopt(struct theap *h, unsigned cls)
 		slab_unspare(c, s);
 		__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	if (s)
 		slab_collect(s);
 	return s;
@@ -409,7 +409,7 @@ static void slab_announce(struct theap *h, struct slab *s)
 					    __ATOMIC_RELAXED));
 }
 
-/* An abandoned slab with no live slot left (heap_lock held). */
+/* An abandoned slab with no live slot left (pages_lock held). */
 static bool slab_abandoned_empty(struct slab *s)
 {
 	if (!s->abandoned || __atomic_load_n(&s->heap, __ATOMIC_RELAXED) ||
@@ -428,7 +428,7 @@ static bool slab_abandoned_empty(struct slab *s)
 	return true;
 }
 
-/* Take an abandoned slab off its compartment's list (heap_lock held). */
+/* Take an abandoned slab off its compartment's list (pages_lock held). */
 static void slab_unabandon(struct slab *s)
 {
 	struct xpfo_compartment *c = comp_table[s->owner];
@@ -464,11 +464,11 @@ void slot_release_remote(struct tstate *t, struct slab *s, uint32_t i)
 	__atomic_sub_fetch(&s->rpending, 1, __ATOMIC_SEQ_CST);
 	/* abandoned: if that was its last live slot, it stays a spare or
 	 * retires here */
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	bool empty = slab_abandoned_empty(s) && !slab_spare(comp_table[s->owner], s);
 	if (empty)
 		slab_unabandon(s);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	if (empty)
 		slab_retire(t, s);
 }
@@ -492,7 +492,7 @@ __attribute__((noinline)) void slot_release_listed(struct tstate *t, struct thea
 }
 
 /* ---- heaps -------------------------------------------------------------- */
-void heap_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c)
+void slab_init_theap(struct theap *h, struct tstate *t, struct xpfo_compartment *c)
 {
 	memset(h, 0, sizeof *h);
 	h->comp = c;
@@ -505,9 +505,9 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 	slab_unkeep(h, s);
 	bool empty = s->nused == 0 && slab_quiet(s);
 	struct xpfo_compartment *c = h->comp;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	if (empty && !slab_spare(c, s)) {
-		pthread_mutex_unlock(&heap_lock);
+		pthread_mutex_unlock(&pages_lock);
 		slab_retire(t, s);
 		return;
 	}
@@ -517,15 +517,15 @@ static void abandon_slab(struct tstate *t, struct theap *h, struct slab *s)
 	s->next = c->abandoned[s->cls];
 	if (s->next)
 		s->next->prev = s;
-	/* adopt() peeks at the list without heap_lock */
+	/* adopt() peeks at the list without pages_lock */
 	__atomic_store_n(&c->abandoned[s->cls], s, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->heap, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	/* frees that raced with the hand-over are folded in by the adopter, or
 	 * retire the slab themselves once it is empty */
 }
 
-void heap_abandon(struct tstate *t, struct theap *h)
+void slab_abandon(struct tstate *t, struct theap *h)
 {
 	struct slab *n = __atomic_exchange_n(&h->notify, NULL, __ATOMIC_ACQUIRE);
 	while (n) {

@@ -71,8 +71,9 @@ bool uffd_may_arm(void)
 static void uffd_unavailable(int e)
 {
 	if (opt.release_given || opt.verbose)
-		xpfo_warn("userfaultfd unavailable (errno %d): revoked pages are protected with "
-			  "mprotect", (long)e);
+		xpfo_warn("userfaultfd unavailable (errno %d%s): revoked pages are protected with "
+			  "mprotect", (long)e, e == EMFILE ? ": no descriptor free above the "
+			  "program's, ulimit -n" : "");
 }
 
 static void fill_span(uintptr_t a, size_t npages, bool pending, void *arg)

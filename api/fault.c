@@ -5,11 +5,15 @@
  * offered to uffd_fault, which fills a page the thread may use; otherwise
  * it is reported the same way, "(released page)", and ends by SIGSEGV.
  * Faults elsewhere go to the handler the program had, untouched.  The handler
- * allocates nothing and takes no lock. */
+ * allocates nothing and takes no lock.  On pkeys, a fault of a signal
+ * handler on key_root in a thread that is not locked is not a violation:
+ * the key is opened for the interrupted handler (handler_root_open). */
 #include "internal.h"
 #include "owner.h"
 #include "backing.h"
 #include "arch.h"
+#include "pkeys.h"
+#include "sandbox.h"
 
 #include <signal.h>
 #include <string.h>
@@ -95,6 +99,54 @@ static void die_released(void *uc)
 		os_raise_self(SIGSEGV);
 }
 
+/* Is thread tid in the gate's table of locked threads?  The table's page
+ * is read-only to every thread and guarded by the executors; the thread id
+ * comes from the kernel (a TLS address would not do: a new thread often
+ * gets a dead locked thread's).  Every slot is read, not only the first n:
+ * an update (sandbox.c gate_drop) moves the last entry into a freed slot
+ * without clearing the old one, so a live entry is always in some slot,
+ * and a stale one only makes a thread that got a dead locked thread's id
+ * count as locked (fail closed). */
+static bool gate_lists(long tid)
+{
+	const unsigned max = sizeof sandbox_gate.g.e / sizeof sandbox_gate.g.e[0];
+	if (!__atomic_load_n(&sandbox_gate.g.n, __ATOMIC_ACQUIRE))
+		return false; /* never a lock: the table is empty */
+	for (unsigned i = 0; i < max; i++)
+		if (__atomic_load_n(&sandbox_gate.g.e[i].tid, __ATOMIC_RELAXED) == tid)
+			return true;
+	return false;
+}
+
+/* pkeys, after the first xpfo_lock_thread: root's pages (and keyless
+ * compartments open for the process) carry key_root, open in the rights of
+ * every thread that is not locked, but Linux starts a signal handler with
+ * key 0 only.  A key fault on key_root in a thread the gate's table does
+ * not list (and not in a STRICT compartment) is such a handler (or code it
+ * called) reaching what its thread may reach: key_root is opened in the
+ * rights the interrupted code gets back at sigreturn, and the access runs
+ * again.  Nothing the faulting thread can write decides it: the fault's
+ * key comes from the kernel's siginfo (a locked thread cannot queue a
+ * forged one: rt_sigqueueinfo is denied), key_root must be the gate's
+ * plain key (read-only page), the thread is named by gettid.  The frame
+ * is the faulting thread's own, so a locked thread gains nothing that a
+ * forged sigreturn frame (SROP, docs/security.md) would not give it.  A
+ * frame that already opens the key is not edited (the fault is then
+ * reported): a kernel that did not load the register from the frame would
+ * otherwise fault here again and again. */
+static bool handler_root_open(const siginfo_t *si, void *uc)
+{
+	int key = arch_pkey_fault_key(si);
+	if (!pkeys_on || key <= 0 || key != key_root || key != key_plain())
+		return false;
+	struct tstate *t = tl_state;
+	if (t && t->heap && (t->heap->comp->flags & XPFO_COMPARTMENT_STRICT))
+		return false;
+	if (gate_lists(os_gettid()))
+		return false;
+	return arch_pkey_frame_set(uc, key, ARCH_PKEY_RW) == 0;
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	XPFO_ENTRY;
@@ -105,6 +157,8 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		chain(sig, si, uc);
 		return;
 	}
+	if (sig == SIGSEGV && handler_root_open(si, uc))
+		return; /* key_root open for the interrupted code: the access runs again */
 	bool released = sig == SIGBUS && si->si_code == BUS_ADRERR && os_uffd_in(a);
 	if (released && uffd_fault(a, my_compartment()))
 		return; /* filled: the access runs again */

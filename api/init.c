@@ -8,7 +8,7 @@
  * registers the fork handlers and the thread-exit key, which may allocate.
  *
  * Lock order: the compartment locks (compartment.c: comp_lock, pkeys' lock,
- * each compartment's lock), then threads_lock, then heap_lock, then the
+ * each compartment's lock), then threads_lock, then pages_lock, then the
  * stats' merge lock, then the metadata pool's lock.  The fork handlers take
  * them all in that order: the child runs the other threads' exit work
  * (their gathers, leaving their compartments), which needs every one.
@@ -41,48 +41,77 @@ static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
 
-/* The smallest heap tried when the asked one does not fit: 256 segments. */
-#define MIN_RESERVE ((size_t)1 << 30)
+/* The smallest heap tried when the asked one does not fit: 4 segments,
+ * which with its metadata takes about 24 MiB of address space (a program
+ * under `ulimit -v` of 64 MiB more than it needs itself runs).  Below
+ * SMALL_RESERVE (1 GiB, the smallest heap before there was this fallback)
+ * the heap may run out where the program would not, and its size classes
+ * share segments (base.h): a warning says the size. */
+#define MIN_RESERVE ((size_t)SEG_SIZE << 2)
+#define SMALL_RESERVE ((size_t)SMALL_HEAP_SEGS << SEG_SHIFT)
+
+/* size in GiB, or in MiB below 1 GiB: *unit says which */
+static unsigned long size_in_units(size_t size, const char **unit)
+{
+	bool gib = size >= ((size_t)1 << 30);
+	*unit = gib ? "GiB" : "MiB";
+	return (unsigned long)(size >> (gib ? 30 : 20));
+}
+
+/* Reserve the heap (size bytes, aligned to itself) and the metadata sized
+ * for it: 0 or the errno; *meta: the metadata's failure. */
+static int heap_try(size_t size, bool *meta)
+{
+	void *base;
+	int e = os_reserve(size, size, &base);
+	*meta = false;
+	if (e)
+		return e;
+	heap_base = (uintptr_t)base;
+	heap_end = heap_base + size;
+	heap_nsegs = size >> SEG_SHIFT;
+	if (!(e = meta_init()))
+		return 0;
+	*meta = true;
+	os_unmap(base, size);
+	return e;
+}
+
+/* Say how big the heap is when the asked size did not fit: a warning when
+ * reserve= was given or the heap is small, else only with verbose=1. */
+static void heap_report(size_t want, size_t size)
+{
+	const char *wu, *su;
+	unsigned long w = size_in_units(want, &wu), v = size_in_units(size, &su);
+	if (opt.reserve_given || size < SMALL_RESERVE)
+		xpfo_warn("%s: %u %s did not fit in the address space (ulimit -v?), the heap is %u %s",
+			  opt.reserve_given ? "option reserve" : "heap", w, wu, v, su);
+	else
+		xpfo_verbose("%u %s did not fit in the address space (ulimit -v?): the heap is %u %s",
+			     w, wu, v, su);
+}
 
 /* Reserve the heap and the metadata sized for it.  Under an address-space
  * limit (ulimit -v) the asked size may not fit: halve it (a power of two,
  * aligned to itself, as the seccomp rules need) down to MIN_RESERVE, and
- * say so: quietly (verbose) for the default, a warning for an asked size. */
+ * say so (heap_report). */
 static void heap_reserve(void)
 {
 	size_t want = (size_t)opt.reserve_gib << 30, size = want;
 	int e = 0;
 	bool meta = false; /* the last failure was the metadata's */
-	for (; size >= MIN_RESERVE; size /= 2) {
-		void *base;
-		if ((e = os_reserve(size, size, &base))) {
-			meta = false;
-		} else {
-			heap_base = (uintptr_t)base;
-			heap_end = heap_base + size;
-			heap_nsegs = size >> SEG_SHIFT;
-			if (!(e = meta_init()))
-				break;
-			meta = true;
-			os_unmap(base, size);
-		}
-		if (e != ENOMEM)
+	for (; size >= MIN_RESERVE; size /= 2)
+		if (!(e = heap_try(size, &meta)) || e != ENOMEM)
 			break;
-	}
-	if (e && meta)
+	if (e && meta && e != ENOMEM)
 		xpfo_fatal("cannot map the metadata region (errno %d)", (long)e);
+	const char *mu;
+	unsigned long m = size_in_units(MIN_RESERVE, &mu);
 	if (e)
-		xpfo_fatal("cannot reserve %u GiB for the heap, nor any power of two down to %u GiB "
-			   "(errno %d)", (unsigned long)opt.reserve_gib,
-			   (unsigned long)(MIN_RESERVE >> 30), (long)e);
-	if (size == want)
-		return;
-	if (opt.reserve_given)
-		xpfo_warn("option reserve: %u GiB did not fit in the address space, the heap is %u GiB",
-			  (unsigned long)opt.reserve_gib, (unsigned long)(size >> 30));
-	else
-		xpfo_verbose("%u GiB did not fit in the address space (ulimit -v?): the heap is %u GiB",
-			     (unsigned long)opt.reserve_gib, (unsigned long)(size >> 30));
+		xpfo_fatal("cannot reserve %u GiB for the heap, nor any power of two down to %u %s "
+			   "(errno %d)", (unsigned long)opt.reserve_gib, m, mu, (long)e);
+	if (size != want)
+		heap_report(want, size);
 }
 
 static void init_core(void)
@@ -125,8 +154,10 @@ static void init_core(void)
 	g_stats.vma_budget = opt.max_vmas ? opt.max_vmas : vma_limit / 2;
 	if (opt.seal && os_protect(&xpfo_sealed, sizeof xpfo_sealed, OS_READ))
 		xpfo_warn("could not seal the global table read-only");
-	xpfo_verbose("heap %p..%p (%u GiB), backend %s, revoke=%s batch=%u, vm.max_map_count %u",
-		     (void *)heap_base, (void *)heap_end, (unsigned long)((heap_end - heap_base) >> 30),
+	const char *hu;
+	unsigned long hv = size_in_units(heap_end - heap_base, &hu);
+	xpfo_verbose("heap %p..%p (%u %s), backend %s, revoke=%s batch=%u, vm.max_map_count %u",
+		     (void *)heap_base, (void *)heap_end, hv, hu,
 		     pkeys_on ? "pkeys" : "mprotect", opt.revoke == REVOKE_BATCHED ? "batched"
 		     : opt.revoke == REVOKE_EAGER ? "eager" : "off",
 		     (unsigned long)opt.batch, vma_limit);
@@ -165,10 +196,10 @@ struct tstate *tstate_slow(void)
 	struct tstate *t = meta_alloc(sizeof *t);
 	if (!t)
 		xpfo_fatal("out of metadata memory for a thread state");
-	heap_init_theap(&t->root_heap, t, &comp_root);
+	slab_init_theap(&t->root_heap, t, &comp_root);
 	gather_init(&t->g);
 	rng_init(&t->rng);
-	t->hard = heap_hard_flags();
+	t->hard = harden_flags();
 	t->heap = &t->root_heap;
 	pkeys_thread_update(t);
 	t->tid = os_gettid();
@@ -177,6 +208,7 @@ struct tstate *tstate_slow(void)
 	if (threads)
 		threads->prev = t;
 	threads = t;
+	stat_inc(threads_known);
 	pthread_mutex_unlock(&threads_lock);
 	tl_state = t;
 	if (__atomic_load_n(&exit_key_ready, __ATOMIC_ACQUIRE))
@@ -200,10 +232,10 @@ static void tstate_unlink(struct tstate *t)
  * the counters into the global ones. */
 static void tstate_retire(struct tstate *t)
 {
-	heap_quarantine_drain(t);
+	harden_quarantine_drain(t);
 	revoke_flush(t, FR_THREAD_EXIT);
 	comp_thread_exit(t);
-	heap_abandon(t, &t->root_heap);
+	slab_abandon(t, &t->root_heap);
 	revoke_flush(t, FR_THREAD_EXIT);
 	revoke_quarantine_drain(t);
 	if (t->q.slot)
@@ -224,6 +256,7 @@ static void tstate_exit(void *arg)
 	tstate_retire(t);
 	pthread_mutex_lock(&threads_lock);
 	tstate_unlink(t);
+	stat_sub(threads_known, 1);
 	pthread_mutex_unlock(&threads_lock);
 	tl_state = NULL;
 	meta_free(t, sizeof *t);
@@ -242,7 +275,7 @@ static void fork_prepare(void)
 	XPFO_ENTRY;
 	comp_fork_lock();
 	pthread_mutex_lock(&threads_lock);
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&pages_lock);
 	stats_fork_lock(true);
 	meta_lock_all();
 }
@@ -251,7 +284,7 @@ static void fork_unlock(bool child)
 {
 	meta_unlock_all();
 	stats_fork_lock(false);
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&pages_lock);
 	pthread_mutex_unlock(&threads_lock);
 	comp_fork_unlock(child);
 }
@@ -265,7 +298,9 @@ static void fork_parent(void)
 /* In the child only the forking thread lives on: the other threads' gathers
  * are applied and their slabs abandoned, so nothing stays pinned to a thread
  * that no longer exists; a gather caught half changed is dropped instead
- * (revoke_fork_orphan). */
+ * (revoke_fork_orphan).  Which compartments are open, and who is inside,
+ * is recomputed from the forking thread alone (comp_fork_recount): the
+ * others may have been halfway through an enter or a leave. */
 static void fork_child(void)
 {
 	XPFO_ENTRY;
@@ -280,8 +315,10 @@ static void fork_child(void)
 		struct tstate *t = threads;
 		while (t && t == self)
 			t = t->next;
-		if (t)
+		if (t) {
 			tstate_unlink(t);
+			stat_sub(threads_known, 1);
+		}
 		pthread_mutex_unlock(&threads_lock);
 		if (!t)
 			break;
@@ -289,10 +326,12 @@ static void fork_child(void)
 		struct tstate *me = tl_state;
 		tl_state = t;
 		revoke_fork_orphan(t); /* a gather it was changing is dropped */
+		comp_fork_orphan(t);   /* it may have been halfway into one */
 		tstate_retire(t);
 		tl_state = me;
 		meta_free(t, sizeof *t);
 	}
+	comp_fork_recount(self);
 }
 
 /* Start at load time too, so a program that never allocates still gets the

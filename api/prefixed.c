@@ -1,7 +1,8 @@
-/* prefixed.c - the allocator under xpfo_ names.  Built in every
- * configuration; with --disable-override these are the only allocation
- * entry points (LD_PRELOAD/override.c, which defines the libc names, is not
- * built), so a program can use xpfo beside glibc's malloc. */
+/* prefixed.c - the allocator under xpfo_ names, in every configuration.
+ * With --disable-override these are the only allocation entry points, so a
+ * program can use xpfo beside glibc's malloc; otherwise this file is
+ * compiled inside LD_PRELOAD/override.c, whose libc names (malloc, free,
+ * ...) are aliases of these functions. */
 #include "entry.h"
 
 static __attribute__((noinline)) void *xpfo_malloc_entry(size_t size)

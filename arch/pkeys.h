@@ -16,6 +16,11 @@
  *   arch_pkey_sys_alloc/free/mprotect()  the system calls, by number
  *   arch_pkey_fault_key(si)      the key of a SIGSEGV, or -1 if not a key
  *                                fault
+ *   arch_pkey_frame_set(uc, k, rt)  in a signal handler's ucontext: key k's
+ *                                rights in the register the interrupted
+ *                                code gets back at sigreturn (0, or -1 if
+ *                                the frame holds none or already gives k
+ *                                those rights; x86-64 only)
  *
  * Rights are ARCH_PKEY_NONE, ARCH_PKEY_READ, ARCH_PKEY_RW.  A register
  * value is arch_pkey_reg_t; compute one with arch_pkey_reg_set() and write
@@ -32,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "x86_64/pkeys.h"
@@ -72,6 +78,20 @@ static inline arch_pkey_reg_t arch_pkey_reg_set(arch_pkey_reg_t r, int key, int 
 }
 static inline int arch_pkey_reg_get(arch_pkey_reg_t r, int key) { return x86_pkru_get(r, key); }
 static inline arch_pkey_reg_t arch_pkey_reg_only_key0(void) { return X86_PKRU_ONLY_KEY0; }
+static inline int arch_pkey_frame_set(void *uc, int key, int rights)
+{
+	unsigned char *w = x86_xsave_pkru((unsigned char *)((ucontext_t *)uc)->uc_mcontext.fpregs);
+	uint32_t pkru;
+
+	if (!w)
+		return -1;
+	__builtin_memcpy(&pkru, w, 4);
+	if (x86_pkru_get(pkru, key) == rights)
+		return -1; /* nothing to change: the fault was not about these rights */
+	pkru = x86_pkru_set(pkru, key, rights);
+	__builtin_memcpy(w, &pkru, 4);
+	return 0;
+}
 
 #elif defined(__aarch64__)
 
@@ -90,6 +110,14 @@ static inline arch_pkey_reg_t arch_pkey_reg_set(arch_pkey_reg_t r, int key, int 
 }
 static inline int arch_pkey_reg_get(arch_pkey_reg_t r, int key) { return arm64_por_get(r, key); }
 static inline arch_pkey_reg_t arch_pkey_reg_only_key0(void) { return ARM64_POR_ONLY_KEY0; }
+/* POR_EL0 in the signal frame (its poe_context record): not done */
+static inline int arch_pkey_frame_set(void *uc, int key, int rights)
+{
+	(void)uc;
+	(void)key;
+	(void)rights;
+	return -1;
+}
 
 #else /* no keys */
 
@@ -112,6 +140,13 @@ static inline int arch_pkey_reg_get(arch_pkey_reg_t r, int key)
 	return ARCH_PKEY_RW;
 }
 static inline arch_pkey_reg_t arch_pkey_reg_only_key0(void) { return 0; }
+static inline int arch_pkey_frame_set(void *uc, int key, int rights)
+{
+	(void)uc;
+	(void)key;
+	(void)rights;
+	return -1;
+}
 
 #endif
 

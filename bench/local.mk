@@ -15,7 +15,8 @@ bench_xb_work_SOURCES = bench/workloads/main.c bench/workloads/xbw.h \
 	bench/workloads/larson.c bench/workloads/xmalloc.c \
 	bench/workloads/scratch.c bench/workloads/tree.c \
 	bench/workloads/hash.c bench/workloads/frag.c \
-	bench/workloads/prodcons.c bench/workloads/threadchurn.c
+	bench/workloads/prodcons.c bench/workloads/threadchurn.c \
+	bench/workloads/bigblock.c
 bench_xb_work_LDADD = -lpthread
 
 # Micro benchmarks on Google Benchmark: built only by the bench targets.
@@ -42,12 +43,13 @@ EXTRA_DIST += bench/README.md bench/run.py bench/smoke.sh \
 	bench/xpfobench/machine.py bench/xpfobench/suite.py \
 	bench/xpfobench/summary.py bench/xpfobench/report.py \
 	bench/xpfobench/plots.py bench/xpfobench/baseline.py \
-	bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
+	bench/issue37.py bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
 	bench/programs/sqlite-query.sql bench/results/baseline-quick.json
 # The measured results the READMEs show.
 EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/time_ratio.png bench/results/rss_ratio.png \
-	bench/results/micro_ratio.png bench/results/revoke_batch.png
+	bench/results/micro_ratio.png bench/results/revoke_batch.png \
+	bench/results/issue37-before.md bench/results/issue37-before.json
 
 PYTHON3 = python3
 BENCH_RUN = $(PYTHON3) $(abs_top_srcdir)/bench/run.py \

@@ -49,10 +49,11 @@ bad = []
 md = open(os.path.join(out, "latest.md")).read()
 data = json.load(open(os.path.join(out, "latest.json")))
 workloads = ["larson", "xmalloc", "scratch", "tree", "hash", "frag", "prodcons",
-             "threadchurn"]
+             "threadchurn", "shortlived", "server", "glthread", "bigblock", "genchurn",
+             "mixed2"]
 
 for section in ("## Machine", "## Summary", "## Time", "## Peak RSS",
-                "## Context switches"):
+                "## Context switches", "## Page faults, system time and flush rounds"):
     if section not in md:
         bad.append("report lacks section %r" % section)
 allocs = [a["name"] for a in data["allocators"] if a["ok"]]
@@ -81,6 +82,14 @@ if "xpfo" in allocs:
     xp = data["profiles"].get("larson", {}).get("xpfo", {}).get("xpfo") or {}
     if xp.get("processes", 0) < 1 or not xp.get("backend") or "revoke_syscalls" not in xp:
         bad.append("profile of larson under xpfo: xpfo's counters not read: %r" % xp)
+    # bigblock frees blocks of MiBs: xpfo takes their pages away, a flush round each
+    fr = (data["profiles"].get("bigblock", {}).get("xpfo", {}).get("xpfo") or {}).get("flush_rounds")
+    if not fr:
+        bad.append("profile of bigblock under xpfo: no flush rounds counted: %r" % fr)
+for w in workloads:
+    runs = [r for r in data["results"].get(w, {}).get("glibc", []) if r]
+    if runs and not runs[0].get("minflt"):
+        bad.append("latest.json: no minor page faults for %s under glibc" % w)
 if shutil.which("gnuplot") and len(allocs) > 1:
     for png in ("time_ratio.png", "rss_ratio.png"):
         p = os.path.join(out, png)

@@ -5,7 +5,7 @@
  * Forks, execs the command, waits for it with wait4 and writes one line to
  * REPORT-FILE:
  *
- *	wall=S user=S sys=S maxrss_kb=N nvcsw=N nivcsw=N status=N
+ *	wall=S user=S sys=S maxrss_kb=N nvcsw=N nivcsw=N minflt=N majflt=N status=N
  *
  * status is the exit status, or 128+signal.  xb-spawn exits with the same
  * status.  Why not measure from the runner itself: a process forked from
@@ -71,9 +71,10 @@ int main(int argc, char **argv)
 	}
 	t1 = now();
 	code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	fprintf(f, "wall=%.6f user=%.6f sys=%.6f maxrss_kb=%ld nvcsw=%ld nivcsw=%ld status=%d\n",
+	fprintf(f, "wall=%.6f user=%.6f sys=%.6f maxrss_kb=%ld nvcsw=%ld nivcsw=%ld minflt=%ld "
+		"majflt=%ld status=%d\n",
 		t1 - t0, tv(ru.ru_utime), tv(ru.ru_stime), ru.ru_maxrss, ru.ru_nvcsw,
-		ru.ru_nivcsw, code);
+		ru.ru_nivcsw, ru.ru_minflt, ru.ru_majflt, code);
 	if (fclose(f) != 0) {
 		fprintf(stderr, "xb-spawn: writing %s failed\n", argv[1]);
 		return 2;

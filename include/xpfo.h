@@ -109,13 +109,16 @@ XPFO_API int xpfo_lock_thread(xpfo_compartment_t *c, unsigned flags);
 /* A new file descriptor whose contents are the pages of the allocation p (a
  * page run: see xpfo_transfer), to pass to another process (for example
  * with SCM_RIGHTS).  The allocation is backed by a memfd from then on
- * (moved there in place, same address).  When it is freed, transferred or
- * its compartment destroyed, the revocation reaches every alias: the memfd
- * is truncated and sealed, so other mappings fault with SIGBUS.  The caller
- * closes the returned descriptor.  -1 with errno: EINVAL (not a live
- * page-run allocation of the caller's compartment, a secret compartment's,
- * bad flags, revoke=off), EMFILE (4096 runs shared at once), or the errno
- * of the failed syscall. */
+ * (moved there in place, same address), sealed so that no holder can add a
+ * seal or grow it, and with XPFO_SHARE_READ alone so that no one but the
+ * owner's own mapping can write it, however it is opened again.  When it is
+ * freed, transferred or its compartment destroyed, the revocation reaches
+ * every alias: the memfd is truncated, so other mappings fault with SIGBUS.
+ * The caller closes the returned descriptor.  -1 with errno: EINVAL (not a
+ * live page-run allocation of the caller's compartment, a secret
+ * compartment's, bad flags, revoke=off), EMFILE (4096 runs shared at once),
+ * EPERM (shared read-only before and flags ask for writing, or the other
+ * way), or the errno of the failed syscall. */
 XPFO_API int xpfo_share_fd(void *p, unsigned flags);
 
 /* The compartment plain malloc allocates in outside any other compartment. */
@@ -245,6 +248,18 @@ struct xpfo_stats {
 	/* thread heaps, continued */
 	uint64_t pages_shed;            /* pages of kept empty slabs retired because their heap
 					   took fresh pages while keeping more than 64 */
+	/* TLB shootdowns (issue 37) */
+	uint64_t flush_rounds;          /* system calls that took access or frames away from
+					   mapped pages (mprotect lowering access, pkey_mprotect,
+					   MADV_DONTNEED, guard markers installed (a round a
+					   range, none over ranges whose frames the call before
+					   released), munmap, a mapping replaced or moved, a
+					   shared file truncated or punched): each one a TLB
+					   flush round, an upper bound (untouched pages need
+					   none) */
+	uint64_t flush_rounds_shared;   /* of those, made while xpfo knew of another live
+					   thread of the process: the rounds whose flush may
+					   interrupt other CPUs */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

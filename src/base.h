@@ -40,7 +40,7 @@ static const bool debug_walks = XPFO_DEBUG >= 2;
 #define SEG_WORDS (SEG_PAGES / 64)
 #define SMALL_MAX 16384                       /* larger: page runs */
 /* Allocations of RUN_MIN bytes or more are page runs too, so xpfo_transfer
- * takes every one of them in place (the sandbox issue); the slab classes
+ * takes every one of them in place; the slab classes
  * above it only hold smaller requests grown by the canary. */
 #define RUN_MIN 4096
 #define LARGE_MAX (SEG_SIZE / 2)              /* larger: whole segments */
@@ -48,12 +48,15 @@ static const bool debug_walks = XPFO_DEBUG >= 2;
 /* The most slots a slab has: the 16-byte class's one page.  Each slab
  * descriptor holds three bitmaps of this many bits (used, quarantined,
  * remote), so a larger bound costs every slab: at 512, never reached,
- * a descriptor took 272 bytes instead of 192 (python's ~26,600 slabs at
- * its peak: metadata 7,859 -> 5,362 KiB at 176, before the descriptor
- * took a cache line of its own; alloc.h). */
+ * a descriptor takes 272 bytes instead of 192 (python's ~26,600 slabs at
+ * its peak: 2.4 MiB more metadata). */
 #define SLAB_MAX_SLOTS 256
 #define SLAB_WORDS (SLAB_MAX_SLOTS / 64)
 #define MAX_COMPARTMENTS 4096
+/* A heap of fewer segments (1 GiB; an address-space limit made it so:
+ * api/init.c) cannot give each size class segments of its own: its
+ * classes share segments (alloc/pages.c seg_serves). */
+#define SMALL_HEAP_SEGS 256
 
 _Static_assert(NCLASSES <= XPFO_STATS_CLASSES, "stats arrays too small");
 _Static_assert(SEG_PAGES % 64 == 0, "segment bitmaps are whole words");

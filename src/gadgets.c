@@ -17,7 +17,7 @@
 
 /* WRFSBASE: f3 [REX] 0f ae /2 with a register operand (mod 3).  A locked
  * thread that could move its TLS base would pass for another thread at
- * xpfo's gate (sandbox_gate_check). */
+ * xpfo's gate (gate_check). */
 static bool wrfsbase_at(const unsigned char *p, size_t i)
 {
 	bool prefixed = (i >= 1 && p[i - 1] == 0xf3) ||

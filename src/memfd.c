@@ -120,6 +120,8 @@ int os_secret_map(void *addr, size_t size, enum os_prot prot)
 	stat_inc(mmap_syscalls);
 	if (!e && mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
+	if (!e)
+		stat_flush_round(); /* the old mapping at addr replaced */
 	if (e && tmp)
 		munmap(tmp, size);
 	errno = saved;
@@ -150,8 +152,11 @@ static int copy_replace(void *addr, size_t size, bool readable, enum os_prot pro
 		e = errno;
 		goto restore;
 	}
-	if (src != addr)
+	stat_flush_round(); /* the old mapping at addr replaced */
+	if (src != addr) {
 		munmap(src, size);
+		stat_flush_round();
+	}
 	return 0;
 restore:
 	if (src != addr && os_move_back(src, addr, size))
@@ -236,7 +241,22 @@ int os_move_back_pages(void *t, void *addr, size_t size)
 	return e;
 }
 
-int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, int *out)
+/* The seals of a shared run's memfd, added once our writable mapping of
+ * it exists, before the bytes move in and any descriptor leaves.  F_SEAL_SEAL: no holder can add
+ * a seal, F_SEAL_SHRINK would stop the revocation's truncation and
+ * F_SEAL_WRITE or F_SEAL_FUTURE_WRITE its hole punch.  F_SEAL_GROW: a file
+ * truncated by the revocation (or shrunk by a holder) never gets pages back
+ * under the old mappings.  F_SEAL_FUTURE_WRITE (read-only files): no write,
+ * no new writable shared mapping, no hole punch, by anyone, however the
+ * file is opened again (/proc/PID/fd/N); the mapping made before it, ours,
+ * keeps its right to write (mm/memfd.c, mm/shmem.c).  Truncation is still
+ * allowed: only F_SEAL_SHRINK stops it. */
+static int alias_seals(bool readonly)
+{
+	return F_SEAL_GROW | F_SEAL_SEAL | (readonly ? F_SEAL_FUTURE_WRITE : 0);
+}
+
+int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, bool readonly, int *out)
 {
 	int e = os_injected(OS_OP_ALIAS);
 	if (e)
@@ -248,15 +268,28 @@ int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, int *ou
 		e = errno;
 	else if (ftruncate(fd, (off_t)size))
 		e = errno;
-	else if (!(e = map_file(NULL, size, PROT_READ | PROT_WRITE, fd, &tmp)))
-		e = copy_replace(addr, size, true, prot, key, tmp);
-	if (!e)
-		e = os_fd_own(fd, true); /* the sandbox closes it in a locked thread */
+	else if (!(e = map_file(NULL, size, PROT_READ | PROT_WRITE, fd, &tmp))) {
+		/* sealed after our writable mapping exists, before the bytes
+		 * move in: the run never lies in a file a holder could seal */
+		if (fcntl(fd, F_ADD_SEALS, alias_seals(readonly)))
+			e = errno;
+		if (e)
+			munmap(tmp, size);
+		else
+			e = copy_replace(addr, size, true, prot, key, tmp);
+	}
 	if (e && fd >= 0)
 		close(fd);
 	errno = saved;
-	if (!e)
-		*out = fd;
+	if (!e) { /* kept: moved high, else low (the program asked for the view) */
+		int high = os_fd_high(fd);
+		fd = high >= 0 ? high : fd;
+		e = os_fd_own(fd, true); /* the sandbox closes it in a locked thread */
+		if (e)
+			close(fd);
+		else
+			*out = fd;
+	}
 	return e;
 }
 
@@ -283,9 +316,15 @@ int os_alias_truncate(int fd)
 	int saved = errno;
 	if (!e && ftruncate(fd, 0))
 		e = errno;
-	/* no holder can grow it back into new pages under the old mappings */
-	if (!e && fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
+	if (!e)
+		stat_flush_round(); /* every mapping of the file loses its pages */
+	/* sealed at its creation: no holder can grow it back into new pages
+	 * under the old mappings (checked: a file made otherwise is a bug) */
+	int seals = e ? 0 : fcntl(fd, F_GET_SEALS);
+	if (!e && seals < 0)
 		e = errno;
+	else if (!e && (seals & (F_SEAL_GROW | F_SEAL_SEAL)) != (F_SEAL_GROW | F_SEAL_SEAL))
+		e = EINVAL;
 	if (!e) {
 		os_fd_own(fd, false);
 		close(fd);
@@ -306,14 +345,19 @@ void os_fd_close(int fd)
 	errno = saved;
 }
 
-int os_alias_punch(int fd, size_t off, size_t len)
+int os_alias_punch(int fd, size_t off, size_t len, bool tail)
 {
 	int e = os_injected(OS_OP_ALIAS);
 	if (!e && os_thread_locked())
 		e = EPERM; /* its table holds none of xpfo's descriptors */
 	int saved = errno;
-	if (!e && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+	if (!e && tail && ftruncate(fd, (off_t)off))
 		e = errno;
+	else if (!e && !tail &&
+		 fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+		e = errno;
+	if (!e)
+		stat_flush_round();
 	errno = saved;
 	return e;
 }

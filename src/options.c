@@ -13,7 +13,7 @@ union sealed_page xpfo_sealed __attribute__((aligned(4096))) = { .g = { .options
 	.batch = 1024,
 	.batch_pages = 4096,
 	.purge = 65536,
-	.retain = 4ul << 20, /* issue 11: 32 MiB was 6-14 MiB of RSS on hash, python */
+	.retain = 4ul << 20, /* 32 MiB cost hash and python 6-14 MiB of RSS */
 	.reserve_gib = 64,
 	.stats = 0,
 	.verbose = 0,
@@ -32,9 +32,9 @@ static void profile_apply(struct options *o, unsigned p)
 	o->canary = !light;
 	o->zero_on_free = !light;
 	o->junk = 0;
-	o->waf_check = !light; /* default: sampled (waf_bytes), issue 11 */
+	o->waf_check = !light; /* default: sampled (waf_bytes) */
 	o->waf_bytes = strict ? 0 : 64;
-	/* strict only (issue 11): a random slot hands objects allocated one
+	/* strict only: a random slot hands objects allocated one
 	 * after another scattered places in their slab, and programs that
 	 * walk them in allocation order pay for it: python 60000 3.0-3.3 s
 	 * against 1.9-2.0 in order (glibc 1.9-2.1), hash -t 2 0.43-0.47 s
@@ -46,9 +46,8 @@ static void profile_apply(struct options *o, unsigned p)
 	o->guard_large = !light;
 	o->quarantine = strict ? 1024 : 0;
 	o->quarantine_large = strict ? 64 : 0;
-	/* issue 11: 64 pages in every profile until then; hash -t 2 faulted
-	 * its slabs in again each round (28,700 faults against glibc's
-	 * 11,200) */
+	/* at 64 pages hash -t 2 faults its slabs in again each round
+	 * (28,700 faults against glibc's 11,200) */
 	o->keep_empty = strict ? 64 : 4096;
 	o->seal = 1;
 }
@@ -94,8 +93,9 @@ static const struct opt_desc table[] = {
 	 * 2^46 aligned (mapping size + align for a moment) cannot be placed in
 	 * x86-64's 47-bit user address space */
 	{ "reserve", T_UINT, OFF(reserve_gib), 1, 32768, NULL,
-	  "GiB of address space reserved for the heap (a power of two); a smaller one is "
-	  "taken (with a warning) when it does not fit, as under ulimit -v" },
+	  "GiB of address space reserved for the heap (a power of two); a smaller one, down "
+	  "to 16 MiB, is taken when it does not fit, as under ulimit -v (a warning when "
+	  "given or under 1 GiB)" },
 	{ "stats", T_ENUM, OFF(stats), 0, 2, stats_names,
 	  "print statistics to stderr at exit: 1 as text, json as one JSON object" },
 	{ "verbose", T_BOOL, OFF(verbose), 0, 1, NULL, "print what xpfo decides at start" },

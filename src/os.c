@@ -14,6 +14,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -68,6 +69,53 @@ static int os_result(bool failed, int saved)
 	return e;
 }
 
+/* size bytes of PROT_NONE address space exactly at a (no replacing of what
+ * is there: MAP_FIXED_NOREPLACE, and a kernel older than 4.17, which takes
+ * it for a hint, is checked too): 0 or the errno. */
+static int reserve_at(uintptr_t a, size_t size)
+{
+	stat_inc(mmap_syscalls);
+	char *p = mmap((void *)a, size, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	if ((uintptr_t)p == a)
+		return 0;
+	stat_inc(munmap_syscalls);
+	return munmap(p, size) ? errno : EEXIST;
+}
+
+/* Aligned without mapping size + align for a moment (which an address-space
+ * limit near 2 x size refuses): map size anywhere, then take the aligned
+ * places at or around it, the one below first (the kernel places mappings
+ * top-down, so the gap it chose goes on below). */
+static int reserve_tight(size_t size, size_t align, void **out)
+{
+	stat_inc(mmap_syscalls);
+	char *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	uintptr_t down = (uintptr_t)p & ~(uintptr_t)(align - 1);
+	if (down == (uintptr_t)p) {
+		*out = p;
+		return 0;
+	}
+	stat_inc(munmap_syscalls);
+	if (munmap(p, size))
+		return errno;
+	uintptr_t at[2] = { down, down + align };
+	int e = ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		if (!at[i] || at[i] + size < at[i])
+			continue;
+		if (!(e = reserve_at(at[i], size))) {
+			*out = (void *)at[i];
+			return 0;
+		}
+	}
+	return e == EEXIST ? ENOMEM : e;
+}
+
 int os_reserve(size_t size, size_t align, void **out)
 {
 	int e = injected(OS_OP_RESERVE);
@@ -80,6 +128,8 @@ int os_reserve(size_t size, size_t align, void **out)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED) {
 		e = errno;
+		if (e == ENOMEM && align > 4096)
+			e = reserve_tight(size, align, out);
 		errno = saved;
 		return e;
 	}
@@ -118,12 +168,26 @@ int os_unmap(void *addr, size_t size)
 {
 	int saved = errno;
 	stat_inc(munmap_syscalls);
-	return os_result(munmap(addr, size) != 0, saved);
+	int e = os_result(munmap(addr, size) != 0, saved);
+	if (!e)
+		stat_flush_round();
+	return e;
 }
 
 static int prot_bits(enum os_prot prot)
 {
 	return prot == OS_RW ? PROT_READ | PROT_WRITE : prot == OS_READ ? PROT_READ : PROT_NONE;
+}
+
+/* A flush round (stats.h, stat_flush_round) for a call that succeeded (e
+ * 0) and took something away: on x86 a protection raised from PROT_NONE
+ * needs no flush (a PROT_NONE entry is not present, so no CPU caches it),
+ * so a grant to read-write is not counted. */
+static int os_flushed(int e, bool takes_away)
+{
+	if (!e && takes_away)
+		stat_flush_round();
+	return e;
 }
 
 int os_protect(void *addr, size_t size, enum os_prot prot)
@@ -132,7 +196,8 @@ int os_protect(void *addr, size_t size, enum os_prot prot)
 	if (e)
 		return e;
 	int saved = errno;
-	return os_result(mprotect(addr, size, prot_bits(prot)) != 0, saved);
+	return os_flushed(os_result(mprotect(addr, size, prot_bits(prot)) != 0, saved),
+			  prot != OS_RW);
 }
 
 int os_purge(void *addr, size_t size)
@@ -142,7 +207,7 @@ int os_purge(void *addr, size_t size)
 		return e;
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	return os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved);
+	return os_flushed(os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved), true);
 }
 
 #define OS_MADV_POPULATE_WRITE 23 /* linux/mman.h of 5.14 */
@@ -164,8 +229,10 @@ int os_guard(void *addr, size_t size, bool install)
 		return e;
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	return os_result(madvise(addr, size, install ? OS_MADV_GUARD_INSTALL
-						      : OS_MADV_GUARD_REMOVE) != 0, saved);
+	return os_flushed(os_result(madvise(addr, size, install ? OS_MADV_GUARD_INSTALL
+								 : OS_MADV_GUARD_REMOVE) != 0,
+				    saved),
+			  install);
 }
 
 #define OS_PIDFD_SELF (-10000) /* PIDFD_SELF_THREAD, linux/pidfd.h */
@@ -187,21 +254,60 @@ static int madvise_vec(const uintptr_t *addr, const size_t *len, unsigned n, int
 	return e;
 }
 
+/* The ranges this thread's last os_purge_vec released (their first
+ * address, count and bytes): markers installed over the same ranges next
+ * find no page to zap, so no flush (the revocation's batches do that:
+ * alloc/revoke.c batch_purge). */
+static __thread struct {
+	uintptr_t first;
+	unsigned n;
+	size_t bytes;
+} purged_vec;
+
+static size_t vec_bytes(const size_t *len, unsigned n)
+{
+	size_t b = 0;
+	for (unsigned k = 0; k < n; k++)
+		b += len[k];
+	return b;
+}
+
+/* Installing markers zaps each range on its own: a flush round per range
+ * the call covered (a range cut short counts as one), none where the
+ * ranges' frames were released just before. */
 int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done)
 {
 	*done = 0;
 	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	return madvise_vec(addr, len, n, install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE,
-			   done);
+	bool empty = n && purged_vec.n == n && purged_vec.first == addr[0] &&
+		     purged_vec.bytes == vec_bytes(len, n);
+	purged_vec.n = 0;
+	int e = madvise_vec(addr, len, n, install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE,
+			    done);
+	size_t left = *done;
+	for (unsigned k = 0; install && !empty && k < n && left; k++) {
+		stat_flush_round();
+		left -= left < len[k] ? left : len[k];
+	}
+	return e;
 }
 
+/* MADV_DONTNEED over the ranges of one call: one flush for all of them
+ * (os.h), one round. */
 int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n)
 {
 	size_t done;
 	if (inject[OS_OP_PURGE].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	return madvise_vec(addr, len, n, MADV_DONTNEED, &done);
+	int e = os_flushed(madvise_vec(addr, len, n, MADV_DONTNEED, &done), true);
+	purged_vec.n = 0;
+	if (!e && n) {
+		purged_vec.first = addr[0];
+		purged_vec.n = n;
+		purged_vec.bytes = vec_bytes(len, n);
+	}
+	return e;
 }
 
 int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
@@ -212,8 +318,10 @@ int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
 	if (e)
 		return e;
 	int saved = errno;
-	return os_result(syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot), key) != 0,
-			 saved);
+	/* a key changed on present pages is flushed, whatever the protection */
+	return os_flushed(os_result(syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot),
+					    key) != 0, saved),
+			  true);
 }
 
 int os_remap(void *addr, size_t size, enum os_prot prot)
@@ -229,7 +337,7 @@ int os_remap(void *addr, size_t size, enum os_prot prot)
 	if (!e)
 		os_uffd_rearm(addr, size);
 	errno = saved;
-	return e;
+	return os_flushed(e, true); /* the old mapping is gone */
 }
 
 static int mem_io(bool write, void *addr, void *buf, size_t n);
@@ -358,7 +466,13 @@ static int mem_open(void)
 		return fd == -2 ? -1 : fd;
 	int saved = errno;
 	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	if (fd >= 0 && os_fd_own(fd, true)) {
+	if (fd >= 0) { /* no room above the program's: the callers move pages instead */
+		int high = os_fd_high(fd);
+		if (high < 0)
+			os_fd_close(fd);
+		fd = high < 0 ? -1 : high;
+	}
+	if (fd >= 0 && os_fd_own(fd, true)) { /* the sandbox closes it in a locked thread */
 		close(fd);
 		fd = -1;
 	}
@@ -455,6 +569,7 @@ int os_move_out(void *addr, size_t size, enum os_prot prot, void **out)
 		errno = saved;
 		return e == EFAULT ? os_move_out_pages(addr, size, prot, out) : e;
 	}
+	stat_flush_round(); /* the pages left addr */
 	if (prot != OS_NONE && mprotect(t, size, prot_bits(prot))) {
 		e = errno;
 		if (os_move_back(t, addr, size))
@@ -473,8 +588,11 @@ int os_move_back(void *t, void *addr, size_t size)
 	if (mprotect(t, size, PROT_NONE) ||
 	    mremap(t, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
-	if (!e)
+	if (!e) {
+		stat_flush_round(); /* t closed */
+		stat_flush_round(); /* the pages left t */
 		os_uffd_rearm(addr, size);
+	}
 	errno = saved;
 	return e == EFAULT ? os_move_back_pages(t, addr, size) : e;
 }
@@ -503,8 +621,11 @@ static int fresh_copy_remap(void *addr, size_t size, bool readable, enum os_prot
 	/* atomically replaces the old mapping: no moment without one */
 	if (mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		goto unmap;
-	if (src != addr) /* the old frames leave the process */
+	stat_flush_round(); /* the old mapping at addr replaced */
+	if (src != addr) { /* the old frames leave the process */
 		munmap(src, size);
+		stat_flush_round();
+	}
 	os_uffd_rearm(addr, size);
 	errno = saved;
 	return 0;
@@ -685,12 +806,73 @@ long os_read_file(const char *path, char *buf, size_t n)
 	return (long)got;
 }
 
+/* ---- xpfo's own descriptors -------------------------------------------
+ * The descriptors xpfo keeps open (the userfaultfd, /proc/self/mem, the
+ * memfds behind alias views, the copy of stderr for the exit statistics)
+ * live in one range at the top of the descriptor table: the FD_SPAN numbers
+ * below min(RLIMIT_NOFILE, FD_TOP), never the lowest free numbers that the
+ * program's next open gets.  The range is fixed by the first call that
+ * finds room (os_fd_range).  Under FD_LIMIT_MIN descriptors there is no
+ * room that is not the program's: EMFILE, and the caller does without (or
+ * keeps the low one where the program asked for it: xpfo_share_fd). */
+#define FD_SPAN 32
+#define FD_TOP 1024      /* higher numbers grow the kernel's descriptor table */
+#define FD_LIMIT_MIN 64
+static int fd_lo = -1;
+
+int os_fd_range(int *lo, int *hi)
+{
+	int l = __atomic_load_n(&fd_lo, __ATOMIC_ACQUIRE);
+	if (l < 0) {
+		int saved = errno;
+		struct rlimit r;
+		int bad = getrlimit(RLIMIT_NOFILE, &r);
+		errno = saved;
+		if (bad || r.rlim_cur < FD_LIMIT_MIN)
+			return EMFILE;
+		int top = r.rlim_cur < FD_TOP ? (int)r.rlim_cur : FD_TOP;
+		int expect = -1;
+		l = top - FD_SPAN;
+		if (!__atomic_compare_exchange_n(&fd_lo, &expect, l, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			l = expect;
+	}
+	*lo = l;
+	*hi = l + FD_SPAN;
+	return 0;
+}
+
+/* A close-on-exec copy of fd in the range, or -errno (EMFILE: no room). */
+static int fd_place(int fd)
+{
+	int lo, hi, e = os_fd_range(&lo, &hi);
+	if (e)
+		return -e;
+	int saved = errno;
+	int r = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+	e = r < 0 ? (errno == EINVAL ? EMFILE : errno) : 0; /* EINVAL: the limit fell below lo */
+	if (r >= hi) {
+		close(r);
+		e = EMFILE;
+	}
+	errno = saved;
+	return e ? -e : r;
+}
+
+int os_fd_high(int fd)
+{
+	if (fd < 0)
+		return -EBADF;
+	int r = fd_place(fd);
+	if (r >= 0)
+		os_fd_close(fd);
+	return r;
+}
+
 int os_dup_high(int fd)
 {
-	int saved = errno;
-	int r = fcntl(fd, F_DUPFD_CLOEXEC, 100);
-	errno = saved;
-	return r;
+	int r = fd_place(fd);
+	return r < 0 ? -1 : r;
 }
 
 long os_gettid(void)

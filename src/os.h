@@ -100,8 +100,17 @@ long os_gettid(void);
 /* Thread tid of this process may be alive (tgkill with signal 0: false only
  * on ESRCH). */
 bool os_thread_alive(long tid);
-/* A close-on-exec duplicate of fd numbered 100 or more (programs close 2 at
- * exit, before xpfo's statistics are written), or -1. */
+/* xpfo's own descriptors, those it keeps open (the userfaultfd,
+ * /proc/self/mem, alias memfds, the statistics' stderr), are numbered in
+ * [*lo, *hi): the top of the descriptor table, below min(RLIMIT_NOFILE,
+ * 1024), away from the lowest free numbers a program's open gets.  0, or
+ * EMFILE: the limit (under 64) leaves no such range. */
+int os_fd_range(int *lo, int *hi);
+/* Move fd into that range (close-on-exec): the new descriptor, fd closed;
+ * or -errno (EMFILE: no room there), fd left as it was. */
+int os_fd_high(int fd);
+/* A close-on-exec duplicate of fd in that range (programs close 2 at exit,
+ * before xpfo's statistics are written), or -1. */
 int os_dup_high(int fd);
 /* Count the lines of /proc/self/maps whose start lies in [lo, hi). */
 long os_count_vmas(uintptr_t lo, uintptr_t hi);
@@ -152,17 +161,21 @@ int os_fresh_copy_anon(void *addr, size_t size, bool readable, enum os_prot prot
 int os_fresh_copy_secret(void *addr, size_t size, bool readable, enum os_prot prot, int key);
 /* Move the bytes of the readable range [addr, addr+size) into a new memfd,
  * mapped shared at the same address with protection prot; *fd gets the
- * memfd (close-on-exec, sealable). */
-int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, int *fd);
+ * memfd (close-on-exec).  It is sealed before the bytes move in: no holder
+ * can add a seal or grow it, and with readonly no one can write it except
+ * through this mapping, however the file is opened again. */
+int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, bool readonly, int *fd);
 /* A new descriptor of the same file, read-only or read-write. */
 int os_alias_open(int fd, bool write, int *out);
-/* Revoke every mapping of the memfd: truncate it to nothing, seal it so it
- * can never grow again, close it. */
+/* Revoke every mapping of the memfd: truncate it to nothing (sealed
+ * against growing since its creation: it never grows again), close it. */
 int os_alias_truncate(int fd);
 /* Close a descriptor (errors ignored). */
 void os_fd_close(int fd);
-/* Punch [off, off+len) out of the memfd (its other pages stay). */
-int os_alias_punch(int fd, size_t off, size_t len);
+/* Take [off, off+len) out of the memfd (its other pages stay): tail (the
+ * range ends the file) truncates it to off, else a hole is punched, which a
+ * read-only memfd refuses (EPERM). */
+int os_alias_punch(int fd, size_t off, size_t len, bool tail);
 /* Sum of the memfd_secret mappings of this process: Size and Rss in bytes. */
 int os_secret_usage(uint64_t *mapped, uint64_t *resident);
 _Noreturn void os_exit(int code); /* _exit: no atexit handlers */

@@ -20,14 +20,14 @@
 	X(close_failures) X(alias_revocations) X(regrants_soon) \
 	X(spans_released_uffd) X(uffd_faults) X(uffd_fills) X(uffd_syscalls) \
 	X(touches_locked) X(spans_guarded) X(pages_populated) \
-	X(pages_shed)
+	X(pages_shed) X(flush_rounds) X(flush_rounds_shared)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
 	X(pages_quarantined) X(mapped_pages) X(peak_mapped_pages)          \
 	X(resident_pages) X(peak_resident_pages) X(metadata_bytes)         \
 	X(segments) X(large_live_bytes) X(compartments) X(degraded) X(vma_budget) X(keys_in_use) X(live_guards) \
-	X(aliases) X(uffd_armed) X(spare_pages)
+	X(aliases) X(uffd_armed) X(spare_pages) X(threads_known)
 
 /* Every field of struct xpfo_stats (include/xpfo.h), in its order: the one
  * list both reports walk.  T(name): a scalar the text report's summary lines
@@ -55,7 +55,7 @@
 	T(secret_mapped_bytes) T(secret_resident_bytes) T(aliases) T(alias_revocations) \
 	N(regrants_soon) T(uffd_armed) T(spans_released_uffd) T(uffd_faults) T(uffd_fills) T(uffd_syscalls) \
 	N(touches_locked) N(spare_bytes) N(spans_guarded) N(pages_populated) \
-	N(pages_shed)
+	N(pages_shed) T(flush_rounds) T(flush_rounds_shared)
 
 struct stats_global {
 #define X(n) uint64_t n;
@@ -71,6 +71,21 @@ extern struct stats_global g_stats;
 #define stat_sub(field, v) \
 	__atomic_fetch_sub(&g_stats.field, (uint64_t)(v), __ATOMIC_RELAXED)
 #define stat_inc(field) stat_add(field, 1)
+
+/* A system call that takes access or frames away from mapped pages (a
+ * protection lowered, a key changed, frames released, a mapping removed or
+ * replaced): the kernel flushes the TLB of every CPU that may hold the old
+ * entries, one shootdown round, sent to the other CPUs when another thread
+ * of the process may run there (counted as shared when xpfo knows of more
+ * than one thread).  An upper bound: a range none of whose pages were ever
+ * touched needs no flush.  Counted by the OS layer only (src/os.c,
+ * src/memfd.c). */
+static inline void stat_flush_round(void)
+{
+	stat_inc(flush_rounds);
+	if (__atomic_load_n(&g_stats.threads_known, __ATOMIC_RELAXED) > 1)
+		stat_inc(flush_rounds_shared);
+}
 
 /* Add v pages to a gauge and raise its peak. */
 void stat_gauge_add(uint64_t *gauge, uint64_t *peak, int64_t v);

@@ -65,6 +65,12 @@ int os_uffd_open(void)
 	int saved = errno;
 	stat_inc(uffd_syscalls);
 	int fd = uffd_new();
+	if (fd >= 0) { /* not one of the program's low numbers: none then */
+		int high = os_fd_high(fd);
+		if (high < 0)
+			os_fd_close(fd);
+		fd = high;
+	}
 	if (fd < 0) {
 		errno = saved;
 		return -fd;

@@ -6,7 +6,7 @@
  * rest retire (issue 11: a program of short threads revoked and granted a
  * thread's slabs at every exit; hash faulted its slabs in again at every
  * round).  Past 64 kept pages, fresh pages the heap takes retire as many
- * kept ones (heap_shed_kept).
+ * kept ones (slab_shed_kept).
  *
  * A thread fills 200 one-page slabs (25,600 blocks of 24 bytes, 128 to a
  * slab) and frees every block: each retired slab is one range queued for

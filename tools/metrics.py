@@ -100,6 +100,9 @@ def globals_defined(text):
     ones are the file's own and cannot be referred to from elsewhere."""
     out = set()
     for line in text.split("\n"):
+        # thread-locals and aligned or sectioned globals: the attribute
+        # after the name is not part of it
+        line = re.sub(r"^__thread ", "", re.sub(r"\s*__attribute__\(\(.*\)\)\s*(?=[=;])", "", line))
         m = re.match(r"^(?!extern|typedef|static|#|struct \w+ \{|enum|union)"
                      r"[A-Za-z_][\w \*]*?\b([A-Za-z_]\w*)(\[[^\]]*\])*\s*(=|;)", line)
         if m and "(" not in line.split("=")[0]:
@@ -123,6 +126,33 @@ def uses(f, text, fdefs):
 
 LAYERS = {"src": 0, "arch": 0, "alloc": 1, "api": 2, "LD_PRELOAD": 3}
 
+# The layers inside alloc/, bottom to top (docs/design.md draws them).  A
+# file refers only to its own layer and those below; every file of alloc/
+# is placed here (a new one too, or the check fails).
+ALLOC_LAYERS = [
+    ("base", ["alloc.h", "owner.h", "owner.c", "meta.c", "policy.h", "policy.c", "pkeys.c",
+              "gate.h", "gate.c", "sizeclass.c"]),
+    ("backing", ["backing.h", "backing.c", "secret.c", "alias.c"]),
+    ("pages", ["pages.c"]),
+    ("uffd", ["uffd.c"]),
+    ("revoke", ["revoke.h", "gather.c", "revoke.c", "grant.c"]),
+    ("heap", ["heap.h", "heap.c", "slab.c", "run.c", "harden.c"]),
+    ("compartment", ["compartment.c"]),
+    ("sandbox", ["sandbox.h", "sandbox.c", "executor.c"]),
+]
+# Upward references allowed inside alloc/, each with its reason:
+# (from, to): reason.  None today.
+ALLOC_EXCEPTIONS = {}
+
+
+def alloc_layer(f):
+    """The index of alloc/ file f in ALLOC_LAYERS, or None (not placed)."""
+    name = f.split("/", 1)[1]
+    for i, (_, names) in enumerate(ALLOC_LAYERS):
+        if name in names:
+            return i
+    return None
+
 
 def upward(edges):
     """References from a file to a file of a higher layer (LAYERS)."""
@@ -132,6 +162,24 @@ def upward(edges):
             if LAYERS[f.split("/")[0]] < LAYERS[g.split("/")[0]]:
                 out.append((f, g, n))
     return out
+
+
+def alloc_upward(edges):
+    """References inside alloc/ from a file to a higher layer of
+    ALLOC_LAYERS, but the listed exceptions; and the files not placed."""
+    out, unplaced = [], []
+    for f, outs in sorted(edges.items()):
+        if not f.startswith("alloc/"):
+            continue
+        lf = alloc_layer(f)
+        if lf is None:
+            unplaced.append(f)
+            continue
+        for g, n in sorted(outs.items()):
+            lg = alloc_layer(g) if g.startswith("alloc/") else None
+            if lg is not None and lf < lg and (f, g) not in ALLOC_EXCEPTIONS:
+                out.append((f, g, n))
+    return out, unplaced
 
 
 def interface_of(f):
@@ -237,6 +285,9 @@ def main():
         "cross_dir_refs": {f"{x}->{y}": n for (x, y), n in sorted(cross.items())},
         "upward": [{"from": f, "to": g, "refs": n} for f, g, n in upward(edges)],
     }
+    up, unplaced = alloc_upward(edges)
+    res["alloc_upward"] = [{"from": f, "to": g, "refs": n} for f, g, n in up]
+    res["alloc_unplaced"] = unplaced
     res["cross_dir_circles"] = [c for c in res["circles"] if len({f.split("/")[0] for f in c}) > 1]
     if a.json:
         print(json.dumps(res, indent=1))
@@ -256,7 +307,18 @@ def main():
         print(f"layers (bottom to top): src arch | alloc | api | LD_PRELOAD; "
               f"{len(res['upward'])} upward references, "
               f"{len(res['cross_dir_circles'])} circles across directories")
+        for u in res["alloc_upward"]:
+            print(f"  upward in alloc/: {u['from']} -> {u['to']} ({u['refs']})")
+        for f in res["alloc_unplaced"]:
+            print(f"  not placed in a layer of alloc/ (tools/metrics.py ALLOC_LAYERS): {f}")
+        for (f, g), why in sorted(ALLOC_EXCEPTIONS.items()):
+            print(f"  allowed upward in alloc/: {f} -> {g}: {why}")
+        print(f"layers in alloc/ (bottom to top): "
+              f"{' | '.join(n for n, _ in ALLOC_LAYERS)}; "
+              f"{len(res['alloc_upward'])} upward references, "
+              f"{len(ALLOC_EXCEPTIONS)} allowed, {len(res['alloc_unplaced'])} files not placed")
     if a.check and (res["over"] or res["upward"] or res["cross_dir_circles"]
+                    or res["alloc_upward"] or res["alloc_unplaced"]
                     or (a.max_median is not None and res["median"] > a.max_median)):
         return 1
     return 1 if a.check_max and res["over"] else 0

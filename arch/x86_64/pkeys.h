@@ -91,6 +91,56 @@ static inline void x86_pkru_write(uint32_t pkru)
 			 : "a"(pkru), "c"(0), "d"(0)
 			 : "memory");
 }
+/* The rights register a signal frame gives back at sigreturn.  The frame's
+ * FPU state (ucontext uc_mcontext.fpregs) is an XSAVE area in the standard
+ * (not compacted) form: the 512-byte legacy region, whose bytes 464..511
+ * the kernel fills with its software-reserved words (magic1 "XSFP", the
+ * features saved and the area's size), the 64-byte header at 512 (XSTATE_BV,
+ * one bit per component: clear means the component is in its initial state
+ * and sigreturn loads that, for PKRU 0), then the components at offsets
+ * CPUID leaf 0xD gives: PKRU is component 9, 4 bytes at
+ * CPUID.(EAX=0xD,ECX=9):EBX.  Linux loads PKRU from there at sigreturn
+ * (6.1: XRSTOR of the user frame; 6.12 writes the interrupted value there
+ * itself, update_pkru_in_sigframe). */
+#define X86_XFEATURE_PKRU 9
+#define X86_FP_XSTATE_MAGIC1 UINT32_C(0x46505853)
+#define X86_XSAVE_SW_OFFSET 464
+#define X86_XSAVE_HDR_OFFSET 512
+#define X86_XSAVE_EXT_OFFSET 576
+
+/* The PKRU component's offset in a standard XSAVE area, or 0. */
+static inline unsigned int x86_xsave_pkru_offset(void)
+{
+	unsigned int a, b, c, d;
+
+	if (__get_cpuid_max(0, 0) < 0xd)
+		return 0;
+	__cpuid_count(0xd, X86_XFEATURE_PKRU, a, b, c, d);
+	(void)c;
+	(void)d;
+	return a >= 4 && b >= X86_XSAVE_EXT_OFFSET ? b : 0;
+}
+
+/* The PKRU word of the XSAVE area fx (a signal frame's), or NULL when the
+ * area holds none: no magic, PKRU not saved, or in its initial state (0,
+ * every key open: nothing to open). */
+static inline unsigned char *x86_xsave_pkru(unsigned char *fx)
+{
+	uint32_t magic, size;
+	uint64_t features, bv;
+	unsigned int off = x86_xsave_pkru_offset();
+
+	if (!fx || !off)
+		return 0;
+	__builtin_memcpy(&magic, fx + X86_XSAVE_SW_OFFSET, 4);
+	__builtin_memcpy(&features, fx + X86_XSAVE_SW_OFFSET + 8, 8);
+	__builtin_memcpy(&size, fx + X86_XSAVE_SW_OFFSET + 16, 4);
+	__builtin_memcpy(&bv, fx + X86_XSAVE_HDR_OFFSET, 8);
+	if (magic != X86_FP_XSTATE_MAGIC1 || !(features >> X86_XFEATURE_PKRU & 1) ||
+	    !(bv >> X86_XFEATURE_PKRU & 1) || off + 4 > size)
+		return 0;
+	return fx + off;
+}
 #endif /* __x86_64__ */
 
 #endif

@@ -8,6 +8,7 @@
  *
  *	-t workers at a time   -n replacements per worker per round
  *	-r rounds              -a/-b object sizes     slots per worker: 1000
+ *	-l/-c/-d one object in -l of -c..-d bytes (none by default)
  */
 #include <stdlib.h>
 
@@ -36,7 +37,7 @@ static void *larson_worker(void *arg)
 		unsigned k = (unsigned)(xbw_rand(&w->rng) % SLOTS);
 		xbw_check("larson", s->p[k], s->n[k], s->tag[k]);
 		free(s->p[k]);
-		s->n[k] = xbw_size(&w->rng, w->a->min, w->a->max);
+		s->n[k] = xbw_size_mix(&w->rng, w->a);
 		s->tag[k] = xbw_rand(&w->rng);
 		s->p[k] = xbw_alloc("larson", s->n[k]);
 		xbw_stamp(s->p[k], s->n[k], s->tag[k]);
@@ -53,7 +54,7 @@ static int larson_run(const struct xbw_args *a)
 
 	for (int i = 0; i < t; i++)
 		for (int k = 0; k < SLOTS; k++) {
-			s[i].n[k] = xbw_size(&rng, a->min, a->max);
+			s[i].n[k] = xbw_size_mix(&rng, a);
 			s[i].tag[k] = xbw_rand(&rng);
 			s[i].p[k] = xbw_alloc("larson", s[i].n[k]);
 			xbw_stamp(s[i].p[k], s[i].n[k], s[i].tag[k]);
@@ -83,7 +84,8 @@ static int larson_run(const struct xbw_args *a)
 const struct xbw_workload xbw_larson = {
 	.name = "larson",
 	.help = "server simulation: workers replace random slots, slots "
-		"pass to a new thread every round (cross-thread frees)",
+		"pass to a new thread every round (cross-thread frees); one "
+		"object in -l of -c..-d bytes",
 	.run = larson_run,
 	.defaults = {.threads = 2, .n = 200000, .rounds = 10, .min = 16, .max = 512,
 		     .seed = 1},

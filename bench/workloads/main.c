@@ -2,6 +2,10 @@
  *
  *	xb-work list
  *	xb-work NAME [-t threads] [-n count] [-r rounds] [-a min] [-b max] [-s seed]
+ *	             [-w window] [-l big-every] [-c big-min] [-d big-max]
+ *
+ * -w, -l, -c, -d apply to the workloads whose help names them: a window of
+ * live objects per thread, and one object in -l of -c..-d bytes.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +20,7 @@
 
 static const struct xbw_workload *const workloads[] = {
 	&xbw_larson, &xbw_xmalloc, &xbw_scratch, &xbw_tree, &xbw_hash, &xbw_frag,
-	&xbw_prodcons, &xbw_threadchurn,
+	&xbw_prodcons, &xbw_threadchurn, &xbw_bigblock,
 };
 #define NWORK (sizeof workloads / sizeof workloads[0])
 
@@ -137,7 +141,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: xb-work list\n"
 	      "       xb-work NAME [-t threads] [-n count] [-r rounds] [-a min-size]\n"
-	      "                    [-b max-size] [-s seed]\n"
+	      "                    [-b max-size] [-s seed] [-w window] [-l big-every]\n"
+	      "                    [-c big-min] [-d big-max]\n"
 	      "Runs one fixed-size allocation workload and prints xbw: key=value\n"
 	      "lines.  `xb-work list` describes every workload and its defaults.\n",
 	      f);
@@ -172,9 +177,15 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "list")) {
 		for (size_t i = 0; i < NWORK; i++) {
 			const struct xbw_args *d = &workloads[i]->defaults;
-			printf("%-8s %s\n         defaults: -t %d -n %ld -r %ld -a %zu -b %zu\n",
+			printf("%-8s %s\n         defaults: -t %d -n %ld -r %ld -a %zu -b %zu",
 			       workloads[i]->name, workloads[i]->help, d->threads, d->n,
 			       d->rounds, d->min, d->max);
+			if (d->window)
+				printf(" -w %ld", d->window);
+			if (d->big_max)
+				printf(" -l %ld -c %zu -d %zu", d->big_every, d->big_min,
+				       d->big_max);
+			putchar('\n');
 		}
 		return 0;
 	}
@@ -202,6 +213,10 @@ int main(int argc, char **argv)
 		case 'a': a.min = (size_t)parse_num(o, v, 8, 1L << 30); break;
 		case 'b': a.max = (size_t)parse_num(o, v, 8, 1L << 30); break;
 		case 's': a.seed = (uint64_t)parse_num(o, v, 0, 1L << 62); break;
+		case 'w': a.window = parse_num(o, v, 2, 1L << 24); break;
+		case 'l': a.big_every = parse_num(o, v, 0, 1L << 30); break;
+		case 'c': a.big_min = (size_t)parse_num(o, v, 8, 1L << 30); break;
+		case 'd': a.big_max = (size_t)parse_num(o, v, 8, 1L << 30); break;
 		default:
 			fprintf(stderr, "xb-work: unknown option '%s'\n", o);
 			return 2;
@@ -211,9 +226,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xb-work: -a %zu is larger than -b %zu\n", a.min, a.max);
 		return 2;
 	}
-	printf("xbw: workload=%s\nxbw: args=-t %d -n %ld -r %ld -a %zu -b %zu -s %llu\n",
+	if (a.big_every && a.big_min > a.big_max) {
+		fprintf(stderr, "xb-work: -c %zu is larger than -d %zu\n", a.big_min, a.big_max);
+		return 2;
+	}
+	printf("xbw: workload=%s\nxbw: args=-t %d -n %ld -r %ld -a %zu -b %zu -s %llu",
 	       w->name, a.threads, a.n, a.rounds, a.min, a.max,
 	       (unsigned long long)a.seed);
+	if (a.window)
+		printf(" -w %ld", a.window);
+	if (a.big_every)
+		printf(" -l %ld -c %zu -d %zu", a.big_every, a.big_min, a.big_max);
+	putchar('\n');
 	t0 = xbw_now();
 	rc = w->run(&a);
 	t1 = xbw_now();

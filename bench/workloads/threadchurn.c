@@ -7,19 +7,21 @@
  * threads rather than with the live data.
  *
  *	-t threads at a time   -r generations   -n replacements per thread
- *	-a/-b object sizes     window: 64 objects per thread, 32 left behind
+ *	-a/-b object sizes     -w objects per thread (64), half left behind
+ *	-l/-c/-d one object in -l of -c..-d bytes (none by default)
  */
 #include <stdlib.h>
 
 #include "xbw.h"
 
-#define WINDOW 64
-#define LEFT (WINDOW / 2) /* objects a thread leaves to the next generation */
+#define WINDOW 64 /* default -w */
 
+/* a window of objects; a thread leaves the first half of its window to
+ * the next generation */
 struct tc_objs {
-	void *p[WINDOW];
-	size_t n[WINDOW];
-	uint64_t tag[WINDOW];
+	void **p;
+	size_t *n;
+	uint64_t *tag;
 };
 
 struct tc_thread {
@@ -31,7 +33,7 @@ struct tc_thread {
 
 static void tc_new(struct tc_objs *o, int k, const struct xbw_args *a, uint64_t *rng)
 {
-	o->n[k] = xbw_size(rng, a->min, a->max);
+	o->n[k] = xbw_size_mix(rng, a);
 	o->tag[k] = xbw_rand(rng);
 	o->p[k] = xbw_alloc("threadchurn", o->n[k]);
 	xbw_stamp(o->p[k], o->n[k], o->tag[k]);
@@ -46,29 +48,48 @@ static void tc_free(struct tc_objs *o, int k)
 	o->p[k] = NULL;
 }
 
+static void tc_objs_init(struct tc_objs *o, long window)
+{
+	o->p = calloc((size_t)window, sizeof *o->p);
+	o->n = calloc((size_t)window, sizeof *o->n);
+	o->tag = calloc((size_t)window, sizeof *o->tag);
+	if (!o->p || !o->n || !o->tag)
+		xbw_die("threadchurn: calloc failed");
+}
+
+static void tc_objs_fini(struct tc_objs *o)
+{
+	free(o->p);
+	free(o->n);
+	free(o->tag);
+}
+
 static void *tc_worker(void *arg)
 {
 	struct tc_thread *t = arg;
+	long window = t->a->window, left = window / 2;
 	struct tc_objs w;
 
-	for (int k = 0; k < LEFT; k++)
-		tc_free(t->inherit, k);
-	for (int k = 0; k < WINDOW; k++)
-		tc_new(&w, k, t->a, &t->rng);
+	tc_objs_init(&w, window);
+	for (long k = 0; k < left; k++)
+		tc_free(t->inherit, (int)k);
+	for (long k = 0; k < window; k++)
+		tc_new(&w, (int)k, t->a, &t->rng);
 	for (long i = 0; i < t->a->n; i++) {
-		int k = (int)(xbw_rand(&t->rng) % WINDOW);
+		int k = (int)(xbw_rand(&t->rng) % (uint64_t)window);
 		tc_free(&w, k);
 		tc_new(&w, k, t->a, &t->rng);
 	}
-	for (int k = 0; k < WINDOW; k++) {
-		if (k < LEFT) {
+	for (long k = 0; k < window; k++) {
+		if (k < left) {
 			t->leave->p[k] = w.p[k];
 			t->leave->n[k] = w.n[k];
 			t->leave->tag[k] = w.tag[k];
 		} else {
-			tc_free(&w, k);
+			tc_free(&w, (int)k);
 		}
 	}
+	tc_objs_fini(&w);
 	return NULL;
 }
 
@@ -82,6 +103,8 @@ static int threadchurn_run(const struct xbw_args *a)
 
 	if (!left)
 		xbw_die("threadchurn: calloc failed");
+	for (int i = 0; i < 2 * n; i++)
+		tc_objs_init(&left[i], a->window);
 	for (long r = 0; r < a->rounds; r++) {
 		for (int i = 0; i < n; i++) {
 			/* thread i of generation r frees what thread i-1 of
@@ -94,11 +117,13 @@ static int threadchurn_run(const struct xbw_args *a)
 		xbw_start_threads(n, tc_worker, t, sizeof *t);
 	}
 	xbw_metric("vmas", "%ld", xbw_vmas());
-	for (int i = 0; i < 2 * n; i++)
-		for (int k = 0; k < LEFT; k++)
-			tc_free(&left[i], k);
+	for (int i = 0; i < 2 * n; i++) {
+		for (long k = 0; k < a->window / 2; k++)
+			tc_free(&left[i], (int)k);
+		tc_objs_fini(&left[i]);
+	}
 	xbw_metric("threads", "%ld", a->rounds * n);
-	xbw_metric("objects", "%ld", a->rounds * n * (a->n + WINDOW));
+	xbw_metric("objects", "%ld", a->rounds * n * (a->n + a->window));
 	free(left);
 	free(t);
 	return 0;
@@ -107,9 +132,10 @@ static int threadchurn_run(const struct xbw_args *a)
 const struct xbw_workload xbw_threadchurn = {
 	.name = "threadchurn",
 	.help = "-r generations of -t short-lived threads replace random slots "
-		"of 64 objects -n times, exit leaving half for the next "
-		"generation to free (remote frees into exited heaps)",
+		"of -w objects -n times, exit leaving half for the next "
+		"generation to free (remote frees into exited heaps); one "
+		"object in -l of -c..-d bytes",
 	.run = threadchurn_run,
 	.defaults = {.threads = 2, .n = 1000, .rounds = 2000, .min = 16, .max = 2048,
-		     .seed = 1},
+		     .seed = 1, .window = WINDOW},
 };

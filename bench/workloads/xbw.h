@@ -20,6 +20,10 @@ struct xbw_args {
 	size_t min;     /* -a: smallest object */
 	size_t max;     /* -b: largest object */
 	uint64_t seed;  /* -s */
+	long window;    /* -w: live objects per thread (workloads that keep a window) */
+	long big_every; /* -l: one object in this many is big (0: none) */
+	size_t big_min; /* -c: smallest big object */
+	size_t big_max; /* -d: largest big object */
 };
 
 struct xbw_workload {
@@ -30,7 +34,7 @@ struct xbw_workload {
 };
 
 extern const struct xbw_workload xbw_larson, xbw_xmalloc, xbw_scratch,
-	xbw_tree, xbw_hash, xbw_frag, xbw_prodcons, xbw_threadchurn;
+	xbw_tree, xbw_hash, xbw_frag, xbw_prodcons, xbw_threadchurn, xbw_bigblock;
 
 /* splitmix64 */
 static inline uint64_t xbw_rand(uint64_t *s)
@@ -45,6 +49,15 @@ static inline uint64_t xbw_rand(uint64_t *s)
 static inline size_t xbw_size(uint64_t *s, size_t min, size_t max)
 {
 	return min + (size_t)(xbw_rand(s) % (max - min + 1));
+}
+
+/* A size for the next object: one in a->big_every (when set) in
+ * [big_min, big_max], the others in [min, max]. */
+static inline size_t xbw_size_mix(uint64_t *s, const struct xbw_args *a)
+{
+	if (a->big_every > 0 && xbw_rand(s) % (uint64_t)a->big_every == 0)
+		return xbw_size(s, a->big_min, a->big_max);
+	return xbw_size(s, a->min, a->max);
 }
 
 /* Write a tag over a fresh object of n >= 8 bytes: all of it when small,

@@ -5,7 +5,7 @@
  * room, so memory in flight stays bounded and no one deadlocks.
  *
  *	-t threads   -n batches per thread   -r objects per batch
- *	-a/-b object sizes
+ *	-a/-b object sizes   -l/-c/-d one object in -l of -c..-d bytes (none)
  */
 #include <pthread.h>
 #include <sched.h>
@@ -83,7 +83,7 @@ static void *xm_worker(void *arg)
 		b->p = xbw_alloc("xmalloc", (size_t)b->count * sizeof *b->p);
 		b->n = xbw_alloc("xmalloc", (size_t)b->count * sizeof *b->n);
 		for (long i = 0; i < b->count; i++) {
-			b->n[i] = xbw_size(&rng, a->min, a->max);
+			b->n[i] = xbw_size_mix(&rng, a);
 			b->p[i] = xbw_alloc("xmalloc", b->n[i]);
 			xbw_stamp(b->p[i], b->n[i], b->tag + (uint64_t)i);
 		}
@@ -142,7 +142,8 @@ static int xmalloc_run(const struct xbw_args *a)
 const struct xbw_workload xbw_xmalloc = {
 	.name = "xmalloc",
 	.help = "each thread allocates batches (-r objects) and mails them to "
-		"the next thread, which frees them (all frees remote)",
+		"the next thread, which frees them (all frees remote); one "
+		"object in -l of -c..-d bytes",
 	.run = xmalloc_run,
 	.defaults = {.threads = 2, .n = 4000, .rounds = 100, .min = 8, .max = 256,
 		     .seed = 1},

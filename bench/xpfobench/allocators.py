@@ -27,7 +27,8 @@ def find_libc():
 
 
 PROFILE_BENCHES = {"larson", "xmalloc", "scratch", "tree", "hash", "frag",
-                   "prodcons", "threadchurn", "sqlite", "python", "redis", "git"}
+                   "prodcons", "threadchurn", "shortlived", "server", "glthread",
+                   "bigblock", "genchurn", "mixed2", "sqlite", "python", "redis", "git"}
 
 
 def make_allocators(builddir):

@@ -36,6 +36,32 @@ SCALES = {
     # so they stay near the other workloads' sizes
     "prodcons": {"smoke": "-n 20000", "quick": "-n 750000", "full": "-n 2000000"},
     "threadchurn": {"smoke": "-r 50", "quick": "-r 1000", "full": "-r 2000"},
+    # issue 37's five patterns (the rows an independent suite found 2-9x
+    # glibc); quick: about 0.4-0.8 s under glibc on a loaded 2-CPU machine.
+    # 1. short-lived threads, 4 a generation, 1,000 live objects each, half
+    #    handed to the next generation
+    "shortlived": {"smoke": "-t 4 -w 100 -n 500 -r 5 -b 4096",
+                   "quick": "-t 4 -w 1000 -n 5000 -r 40 -b 4096",
+                   "full": "-t 4 -w 1000 -n 5000 -r 100 -b 4096"},
+    # 2. server: larson with 4 workers (more threads than CPUs), slots
+    #    passed on every round; glthread: the same in one round, a tight
+    #    replace loop per thread
+    "server": {"smoke": "-t 4 -n 2000 -r 2", "quick": "-t 4 -n 100000 -r 5",
+               "full": "-t 4 -n 250000 -r 10"},
+    "glthread": {"smoke": "-t 4 -n 5000 -r 1", "quick": "-t 4 -n 400000 -r 1",
+                 "full": "-t 4 -n 1000000 -r 1"},
+    # 3. repeated large blocks: 2-8 MiB, every page written, replaced in a loop
+    "bigblock": {"smoke": "-n 20", "quick": "-n 400", "full": "-n 1000"},
+    # 4. short-lived threads handing blocks across generations, one object
+    #    in 50 of 16-256 KiB
+    "genchurn": {"smoke": "-t 4 -w 128 -n 200 -r 5 -l 50 -c 16384 -d 262144",
+                 "quick": "-t 4 -w 512 -n 2000 -r 60 -l 50 -c 16384 -d 262144",
+                 "full": "-t 4 -w 512 -n 2000 -r 150 -l 50 -c 16384 -d 262144"},
+    # 5. two threads mail batches of 1,000 objects to each other, one in 16
+    #    of 4-64 KiB
+    "mixed2": {"smoke": "-t 2 -n 20 -r 1000 -l 16 -c 4096 -d 65536",
+               "quick": "-t 2 -n 500 -r 1000 -l 16 -c 4096 -d 65536",
+               "full": "-t 2 -n 1500 -r 1000 -l 16 -c 4096 -d 65536"},
     "sqlite": {"smoke": 2000, "quick": 30000, "full": 150000},
     "python": {"smoke": 2000, "quick": 15000, "full": 60000},
     "redis": {"smoke": 2000, "quick": 10000, "full": 50000},
@@ -65,8 +91,9 @@ class Bench:
 
 
 class Workload(Bench):
-    def __init__(self, name, desc):
+    def __init__(self, name, desc, work=None):
         super().__init__(name, desc)
+        self.work = work or name  # the xb-work workload it runs
 
     def setup(self, ctx):
         self.exe = os.path.join(ctx.builddir, "bench", "xb-work")
@@ -74,7 +101,7 @@ class Workload(Bench):
             self.skip = "bench/xb-work not built"
 
     def argv(self, ctx):
-        return [self.exe, self.name] + SCALES[self.name][ctx.mode].split()
+        return [self.exe, self.work] + SCALES[self.name][ctx.mode].split()
 
     def key(self, run):
         lines = [l for l in run.stdout.splitlines() if l.startswith("xbw: ")
@@ -251,6 +278,21 @@ def make_benches():
                  "other thread (through a ring), 1-64 KiB blocks churned on both"),
         Workload("threadchurn", "many short-lived threads (2 at a time) "
                  "allocating and exiting, half their objects freed by the next"),
+        Workload("shortlived", "issue 37 pattern 1: short-lived threads, 4 a "
+                 "generation with 1,000 live objects (16 B-4 KiB) each, half "
+                 "handed to the next generation", work="threadchurn"),
+        Workload("server", "issue 37 pattern 2: larson with 4 workers, slots "
+                 "passed to new threads every round", work="larson"),
+        Workload("glthread", "issue 37 pattern 2: 4 threads in a tight "
+                 "replace loop over 1,000 slots each (one round)", work="larson"),
+        Workload("bigblock", "issue 37 pattern 3: blocks of 2-8 MiB, every "
+                 "page written, freed and replaced in a loop"),
+        Workload("genchurn", "issue 37 pattern 4: short-lived threads, 4 a "
+                 "generation, one object in 50 of 16-256 KiB, half of each "
+                 "generation's objects freed by the next", work="threadchurn"),
+        Workload("mixed2", "issue 37 pattern 5: 2 threads mail batches of "
+                 "1,000 objects to each other, one in 16 of 4-64 KiB",
+                 work="xmalloc"),
         Sqlite("sqlite", "sqlite3 CLI: sorts, group-bys, a join and an index "
                "build over a generated database (in-memory temp store)"),
         Python("python", "python3 with PYTHONMALLOC=malloc: objects, dicts, "

@@ -6,7 +6,7 @@ import re
 
 # xpfo counters shown in the report (names of struct xpfo_stats fields)
 XPFO_COUNTERS = ["revoke_syscalls", "grant_syscalls", "pages_revoked",
-                 "pages_queued", "pages_cancelled", "flushes", "purges",
+                 "pages_queued", "pages_cancelled", "flushes", "flush_rounds", "purges",
                  "mmap_syscalls", "munmap_syscalls", "madvise_syscalls",
                  "vmas", "peak_resident_kib", "revoke_failures"]
 # counters that are a level ("now" or "peak"), not a running total
@@ -15,7 +15,8 @@ XPFO_LEVELS = {"vmas", "peak_resident_kib", "pages_quarantined"}
 # derived from peak_resident_bytes)
 XPFO_KEPT = ["revoke_queued", "pages_purged", "pages_quarantined", "allocs",
              "regrants_soon", "uffd_faults", "uffd_fills", "spans_released_uffd",
-             "uffd_syscalls", "spans_guarded"]
+             "uffd_syscalls", "spans_guarded", "flush_rounds_shared",
+             "flush_thread_exit"]
 
 # the start of an object; the first key is the format's version
 _START = re.compile(r'\{"xpfo_stats": ')

@@ -20,6 +20,8 @@ class Run:
         self.user = self.sys = 0.0
         self.maxrss_kb = 0
         self.nvcsw = self.nivcsw = 0
+        self.minflt = self.majflt = 0  # page faults (getrusage)
+        self.load1 = None  # 1-minute load average at the start (timed runs)
         self.rc = None
         self.stdout = ""
         self.stderr = ""
@@ -31,7 +33,9 @@ class Run:
     def as_dict(self):
         return dict(wall=self.wall, user=self.user, sys=self.sys,
                     maxrss_kb=self.maxrss_kb, nvcsw=self.nvcsw,
-                    nivcsw=self.nivcsw, rc=self.rc, error=self.error,
+                    nivcsw=self.nivcsw, minflt=self.minflt, majflt=self.majflt,
+                    load1=self.load1,
+                    rc=self.rc, error=self.error,
                     syscalls=self.syscalls, xpfo=self.xpfo,
                     vmas_peak=self.vmas_peak)
 
@@ -136,6 +140,7 @@ class Proc:
             r.user, r.sys = float(rep["user"]), float(rep["sys"])
             r.maxrss_kb = int(rep["maxrss_kb"])
             r.nvcsw, r.nivcsw = int(rep["nvcsw"]), int(rep["nivcsw"])
+            r.minflt, r.majflt = int(rep["minflt"]), int(rep["majflt"])
             r.rc = int(rep["status"])
         except (OSError, ValueError, KeyError):
             if not self.timed_out and r.rc == 0:

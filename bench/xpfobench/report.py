@@ -208,6 +208,50 @@ def section_switches(data):
     return o
 
 
+def section_faults(data):
+    """Page faults, system time and flush rounds (issue 37)."""
+    allocs, S = ok_allocs(data), data["summary"]
+    if not S.get("faults"):
+        return []
+    names = in_bench_order(data, S["faults"])
+    o = ["\n## Page faults, system time and flush rounds\n"]
+    o.append("Minor page faults (`ru_minflt` of the timed runs, the process and the "
+             "children it waited for) and system CPU seconds, median ± half range; "
+             "major faults are listed where any run had one.  Counts do not depend "
+             "on the machine's load the way times do.\n\n")
+    o.append(table(["benchmark"] + allocs,
+                   [[b] + [cell(data, b, a, "minflt") for a in allocs] for b in names]))
+    major = [[b] + [cell(data, b, a, "majflt") for a in allocs] for b in names
+             if any((r or {}).get("majflt") for a in allocs
+                    for r in data["results"][b].get(a, []))]
+    if major:
+        o.append("\nMajor page faults:\n\n" + table(["benchmark"] + allocs, major))
+    o.append("\nMinor page faults, ratio to glibc:\n\n" + ratio_table_of(data, "faults", "glibc"))
+    if "mimalloc" in allocs:
+        o.append("\nMinor page faults, ratio to mimalloc:\n\n" +
+                 ratio_table_of(data, "faults", "mimalloc"))
+    o.append("\nSystem time (s):\n\n" + table(
+        ["benchmark"] + allocs, [[b] + [cell(data, b, a, "sys") for a in allocs] for b in names]))
+    xa = [a for a in allocs if any((S["flush_rounds"].get(b) or {}).get(a) is not None
+                                   for b in names)]
+    if xa:
+        rows = []
+        for b in names:
+            cells = []
+            for a in xa:
+                x = ((data["profiles"].get(b) or {}).get(a) or {}).get("xpfo") or {}
+                cells.append("–" if "flush_rounds" not in x else "%d (%d), %d" % (
+                    x["flush_rounds"], x.get("flush_rounds_shared", 0), x.get("purges", 0)))
+            rows.append([b] + cells)
+        o.append("\nxpfo's flush rounds (system calls that took access or frames away "
+                 "from mapped pages: each a TLB flush, sent to the other CPUs when "
+                 "another thread may run there), in parentheses those made while "
+                 "another thread was live, then the purge calls; from the untimed "
+                 "profile run (%s inputs, stats=json):\n\n"
+                 % data.get("profile_mode", data["mode"]) + table(["benchmark"] + xa, rows))
+    return o
+
+
 def section_syscalls(data):
     allocs = ok_allocs(data)
     if not any(p.get("syscalls") for pb in data["profiles"].values() for p in pb.values()):
@@ -462,7 +506,8 @@ def section_notes(data):
 def report(data, ctx):
     """latest.md, from the run's data (latest.json) alone."""
     o = section_head(data, ctx)
-    for section in (section_time, section_rss, section_switches, section_syscalls,
+    for section in (section_time, section_rss, section_switches, section_faults,
+                    section_syscalls,
                     section_counters, section_protections, section_release, section_micro,
                     section_ablation,
                     section_compartments):

@@ -186,7 +186,9 @@ def timed_run(ctx, st, rep, b, a):
     if a.name in st.dropped:
         st.results[b.name][a.name].append(None)
         return
+    load = os.getloadavg()[0]
     r = run_bench(ctx, b, a, timeout=bench_timeout(ctx, st.results[b.name]))
+    r.load1 = round(load, 2)  # the 1-minute load average as the run started
     if r.error:
         st.errors.append("%s under %s (rep %d): %s" % (b.name, a.name, rep + 1, r.error))
         st.results[b.name][a.name].append(None)

@@ -48,7 +48,7 @@ def ratio(a, b):
 
 def bench_stat(data, bench, alloc, field):
     runs = data["results"].get(bench, {}).get(alloc, [])
-    vals = [r[field] for r in runs if r]
+    vals = [r.get(field) for r in runs if r]  # (minflt: absent from older data)
     if field == "maxrss_kb":
         vals = [v / 1024.0 for v in vals]  # MiB
     return median(vals), spread(vals), len(vals), len(runs)
@@ -59,11 +59,30 @@ def micro_stat(data, bench, alloc):
     return median(vals), spread(vals)
 
 
+# per benchmark, the median of each allocator's timed runs: time, peak RSS,
+# minor page faults and system time (issue 37: faults and system time show
+# frames given back and taken again, which time alone hides on a loaded
+# machine)
+KINDS = (("time", "wall"), ("rss", "maxrss_kb"), ("faults", "minflt"), ("sys", "sys"))
+# the kinds with geometric means (system time is often 0 under glibc)
+GEOMEAN_KINDS = ("time", "rss", "micro", "faults")
+
+
+def flush_rounds(data, bench, alloc):
+    """xpfo's flush rounds (TLB shootdown rounds) in the profile run."""
+    p = data.get("profiles", {}).get(bench, {}).get(alloc) or {}
+    return (p.get("xpfo") or {}).get("flush_rounds")
+
+
 def summarize(data):
     """Ratios per benchmark and their geometric means."""
     allocs = [a["name"] for a in data["allocators"] if a["ok"]]
-    s = {"time": {}, "rss": {}, "micro": {}, "geomean": {}, "geomean_n": {}}
-    for kind, field in (("time", "wall"), ("rss", "maxrss_kb")):
+    s = {"time": {}, "rss": {}, "micro": {}, "faults": {}, "sys": {}, "flush_rounds": {},
+         "geomean": {}, "geomean_n": {}}
+    for b in data["results"]:
+        s["flush_rounds"][b] = {a: flush_rounds(data, b, a) for a in allocs
+                                if flush_rounds(data, b, a) is not None}
+    for kind, field in KINDS:
         for b in data["results"]:
             row = {}
             for a in allocs:
@@ -73,7 +92,7 @@ def summarize(data):
                          key=natural)
     for n in micro_names:
         s["micro"][n] = {a: micro_stat(data, n, a)[0] for a in allocs if a in data["micro"]}
-    for kind in ("time", "rss", "micro"):
+    for kind in GEOMEAN_KINDS:
         for ref in ("glibc", "mimalloc"):
             for a in allocs:
                 rs = [ratio(row.get(a), row.get(ref)) for row in s[kind].values()]

@@ -7,13 +7,22 @@
  * mapping faults with SIGBUS, a fresh mmap of the old descriptor maps
  * nothing (the file is empty, reads fault), and a new allocation at the same
  * address in the parent is never visible to the helper.  The same after a
- * transfer and after a destroy.  A write share is seen both ways.  Bad
- * calls get EINVAL.  10,000 share/free cycles leave no descriptor behind
+ * transfer and after a destroy.  A write share is seen both ways.  The
+ * holder attacks its descriptor: opened again read-write through
+ * /proc/self/fd, /proc/PID/fd and xpfo's own descriptor (/proc/OWNER/fd),
+ * a read share's file cannot be written (write, pwrite, a writable shared
+ * mapping, mprotect of a read one, a hole punch), and no share's file takes
+ * a seal (SHRINK, GROW, WRITE, FUTURE_WRITE, SEAL) that would stop the
+ * revocation, which still happens; the owner's own mapping keeps writing.
+ * A run cut in half by realloc loses its tail's alias.  A holder that
+ * shrinks a read share's file ends the owner's next access with SIGBUS.  A run is shared
+ * read-only or read-write (EPERM for the other).  Bad calls get EINVAL.  10,000 share/free cycles leave no descriptor behind
  * (entries of /proc/self/fd) and count one revocation each. */
 #include "testutil.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -26,7 +35,7 @@
 
 #define RUN (64 * 1024)
 
-enum cmd { C_MAP, C_READ, C_PROBE, C_WRITE, C_QUIT };
+enum cmd { C_MAP, C_READ, C_PROBE, C_WRITE, C_ATTACK_RO, C_ATTACK_RW, C_READ_HEAD, C_QUIT };
 struct msg {
 	int cmd;
 	uint64_t seed;
@@ -51,6 +60,38 @@ static int try_read(const char *p, uint64_t seed, int *ok)
 	return 0;
 }
 
+/* The signal a read of n bytes at p raises (0: none); *ok: they are all
+ * zero (zeros set) or match seed. */
+static int try_read_range(const char *p, size_t n, uint64_t seed, volatile int zeros, int *ok)
+{
+	int sig = sigsetjmp(jb, 1);
+	if (sig)
+		return sig;
+	if (zeros) {
+		size_t i = 0;
+		while (i < n && !p[i])
+			i++;
+		*ok = i == n;
+	} else {
+		*ok = tu_verify(p, n, seed) == (size_t)-1;
+	}
+	return 0;
+}
+
+/* After the run was cut in half (a realloc in place): the first half still
+ * shows seed's bytes and the second does not show the owner's: 1 (the
+ * second half faults) or 2 (it reads zeros); 0: the first half is wrong, 3:
+ * the second half shows something else. */
+static int read_head(const char *map, uint64_t seed)
+{
+	int ok = 0;
+	if (try_read_range(map, RUN / 2, seed, 0, &ok) || !ok)
+		return 0;
+	if (try_read_range(map + RUN / 2, RUN / 2, 0, 1, &ok))
+		return 1;
+	return ok ? 2 : 3;
+}
+
 /* After revocation: the old mapping faults, the old descriptor is empty,
  * and a fresh mapping of it shows nothing either.  Replies 0 or a code. */
 static int probe(const char *map, int fd, uint64_t new_seed)
@@ -71,6 +112,112 @@ static int probe(const char *map, int fd, uint64_t new_seed)
 	if (ftruncate(fd, RUN) == 0)
 		return 4; /* a holder made it grow again */
 	return 0;
+}
+
+/* ---- the holder's attacks on its descriptor --------------------------- */
+
+/* A new open of the same file through a path in /proc ("self" or a pid),
+ * read-write. */
+static int reopen(const char *pid, int fd)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%s/fd/%d", pid, fd);
+	return open(path, O_RDWR | O_CLOEXEC);
+}
+
+/* Attacks that write through a read-write open w of a read share; the
+ * number of the first that worked, or 0.  Each writes bytes of seed 0x99,
+ * which the owner looks for afterwards. */
+static int write_attacks(int w)
+{
+	char buf[4096];
+	tu_fill(buf, sizeof buf, 0x99);
+	if (pwrite(w, buf, sizeof buf, 0) >= 0)
+		return 1;
+	if (write(w, buf, sizeof buf) >= 0)
+		return 2;
+	char *m = mmap(NULL, RUN, PROT_READ | PROT_WRITE, MAP_SHARED, w, 0);
+	if (m != MAP_FAILED) {
+		tu_fill(m, RUN, 0x99);
+		munmap(m, RUN);
+		return 3;
+	}
+	m = mmap(NULL, RUN, PROT_READ, MAP_SHARED, w, 0);
+	if (m == MAP_FAILED)
+		return 4; /* a read mapping must still work */
+	int up = mprotect(m, RUN, PROT_READ | PROT_WRITE);
+	if (!up)
+		tu_fill(m, RUN, 0x99);
+	munmap(m, RUN);
+	if (!up)
+		return 5;
+	if (!fallocate(w, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096))
+		return 6; /* the owner's live page replaced by zeros */
+	return 0;
+}
+
+/* Seals that would stop the owner's revocation (or its own writes); the
+ * number of the first the holder could add, or 0. */
+static int seal_attacks(int fd)
+{
+	static const int seals[] = { F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE, F_SEAL_FUTURE_WRITE,
+				     F_SEAL_SEAL };
+	for (unsigned i = 0; i < sizeof seals / sizeof seals[0]; i++)
+		if (!fcntl(fd, F_ADD_SEALS, seals[i]))
+			return 20 + (int)i;
+	return 0;
+}
+
+/* Every attack on one descriptor d of the shared file (ro: a read share). */
+static int attack_one(int d, int ro)
+{
+	int r = seal_attacks(d);
+	if (r || !ro)
+		return r;
+	return write_attacks(d);
+}
+
+/* The holder's descriptor fd, reopened read-write through /proc/self/fd,
+ * /proc/PID/fd, and every descriptor of the owner's (xpfo's own memfd of the
+ * run, through /proc/OWNER/fd).  0, or a code naming the attack that
+ * worked (+100: through the owner's descriptor). */
+static int attack(int fd, int ro)
+{
+	char self[24], owner[24];
+	snprintf(self, sizeof self, "%ld", (long)getpid());
+	snprintf(owner, sizeof owner, "%ld", (long)getppid());
+	int r = attack_one(fd, ro);
+	const char *via[] = { "self", self };
+	for (unsigned k = 0; k < 2 && !r; k++) {
+		int w = reopen(via[k], fd);
+		if (w < 0)
+			continue; /* refused: nothing to attack through */
+		r = attack_one(w, ro);
+		close(w);
+	}
+	char dir[40];
+	snprintf(dir, sizeof dir, "/proc/%s/fd", owner);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (!r && d && (e = readdir(d))) {
+		char link[300], target[128];
+		snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+		ssize_t n = readlink(link, target, sizeof target - 1);
+		if (n < 0)
+			continue;
+		target[n] = 0;
+		if (!strstr(target, "memfd:xpfo-share"))
+			continue;
+		int w = reopen(owner, atoi(e->d_name));
+		if (w >= 0) {
+			int a = attack_one(w, ro);
+			r = a ? 100 + a : 0;
+			close(w);
+		}
+	}
+	if (d)
+		closedir(d);
+	return r;
 }
 
 static int recv_fd(int s, struct msg *m)
@@ -120,6 +267,13 @@ static void helper(int s)
 			break;
 		case C_PROBE:
 			r = probe(map, fd, m.seed);
+			break;
+		case C_ATTACK_RO:
+		case C_ATTACK_RW:
+			r = attack(fd, m.cmd == C_ATTACK_RO);
+			break;
+		case C_READ_HEAD:
+			r = read_head(map, m.seed);
 			break;
 		}
 		if (write(s, &r, sizeof r) != sizeof r)
@@ -249,6 +403,135 @@ static void test_destroy(void)
 	revoked("after destroy", 0x12);
 }
 
+/* A read share stays read-only however the holder reopens its descriptor
+ * (/proc/self/fd, /proc/PID/fd, xpfo's own descriptor through
+ * /proc/OWNER/fd), and the holder cannot seal the file against the
+ * revocation.  The owner's own mapping keeps working (closed and opened
+ * again by leave and enter), and the free revokes the holder's mapping. */
+static void test_reopen_read(void)
+{
+	xpfo_compartment_t *c = xpfo_compartment_create("sharer", 0);
+	xpfo_compartment_t *prev = xpfo_enter(c);
+	char *p = malloc(RUN);
+	share("read share, attacked", p, 0x20, XPFO_SHARE_READ);
+	xpfo_leave(prev);
+	int r = ask(C_ATTACK_RO, 0, -1);
+	CHECK(r == 0, "read share: the holder's attack %d worked (see attack())", r);
+	prev = xpfo_enter(c);
+	CHECK(tu_verify(p, RUN, 0x20) == (size_t)-1, "read share: the owner's bytes changed");
+	tu_fill(p, RUN, 0x22);
+	xpfo_leave(prev);
+	CHECK(ask(C_READ, 0x22, -1) == 1, "read share: the holder does not see the owner's write");
+	prev = xpfo_enter(c);
+	free(p);
+	xpfo_flush();
+	char *q = malloc(RUN);
+	tu_fill(q, RUN, 0x24); /* the owner's next secret, maybe at the same address */
+	xpfo_leave(prev);
+	revoked("read share, attacked, after free", 0x24);
+	prev = xpfo_enter(c);
+	free(q);
+	xpfo_leave(prev);
+	xpfo_compartment_destroy(c);
+}
+
+/* A write share: the holder writes, as it may, but cannot seal the file
+ * against the revocation. */
+static void test_reopen_write(void)
+{
+	char *p = malloc(RUN);
+	share("write share, attacked", p, 0x26, XPFO_SHARE_WRITE);
+	int r = ask(C_ATTACK_RW, 0, -1);
+	CHECK(r == 0, "write share: the holder's attack %d worked (see attack())", r);
+	free(p);
+	xpfo_flush();
+	revoked("write share, attacked, after free", 0x28);
+}
+
+/* A run cut in half in place (realloc): the tail is revoked alone, also on
+ * a sealed read share, and the head stays shared. */
+static void test_cut(const char *what, unsigned flags)
+{
+	char *p = malloc(RUN);
+	share(what, p, 0x2a, flags);
+	char *q = realloc(p, RUN / 2);
+	xpfo_flush();
+	if (q != p) { /* moved (a guarded run): the whole share is revoked */
+		revoked(what, 0x2c);
+		free(q);
+		return;
+	}
+	int r = ask(C_READ_HEAD, 0x2a, -1);
+	CHECK(r == 1 || r == 2, "%s: after the cut, %s", what,
+	      r == 0 ? "the head is not the owner's bytes" : "the holder reads the tail");
+	free(p);
+	xpfo_flush();
+	revoked(what, 0x2c);
+}
+
+/* The residual of a read share (docs/security.md): a holder that opens the
+ * file again for writing can shrink it.  It cannot grow it back, so the
+ * owner's next access to its run ends the owner with SIGBUS: its bytes are
+ * never replaced by zeros nor shown to anyone.  In a child (the owner
+ * dies); a grandchild is the holder. */
+static int shrunk_owner(void *arg)
+{
+	char *p = malloc(RUN);
+	tu_fill(p, RUN, 0x30);
+	int fd = xpfo_share_fd(p, XPFO_SHARE_READ);
+	if (fd < 0)
+		return 10;
+	pid_t h = fork();
+	if (h == 0) {
+		int w = reopen("self", fd);
+		_exit(w < 0 ? 1 : ftruncate(w, 0) ? 2 : ftruncate(w, RUN) == 0 ? 3 : 0);
+	}
+	int st;
+	if (waitpid(h, &st, 0) != h || !WIFEXITED(st) || WEXITSTATUS(st))
+		return 20 + (WIFEXITED(st) ? WEXITSTATUS(st) : 9);
+	volatile char c = p[100]; /* SIGBUS here */
+	(void)c;
+	return tu_verify(p, RUN, 0x30) == (size_t)-1 ? 30 : 31; /* it read something */
+}
+
+static void test_shrunk(void)
+{
+	struct tu_child res;
+	if (tu_run_child(shrunk_owner, NULL, 30, &res))
+		tu_hard_error("fork");
+	CHECK(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGBUS,
+	      "a read share shrunk by its holder: the owner ended with %s (want SIGBUS)",
+	      tu_status_str(res.status));
+}
+
+/* One file per run: a read share of a run shared for writing could not be
+ * read-only, and a write share of a read-only one could not write. */
+static void test_mixed(void)
+{
+	char *p = malloc(RUN), *q = malloc(RUN);
+	int a = xpfo_share_fd(p, XPFO_SHARE_READ);
+	int b = xpfo_share_fd(p, XPFO_SHARE_READ);
+	errno = 0;
+	int c = xpfo_share_fd(p, XPFO_SHARE_WRITE);
+	CHECK(a >= 0 && b >= 0, "two read shares of one run");
+	CHECK(c == -1 && errno == EPERM, "a write share of a run shared read-only: %d, %s", c,
+	      strerrorname_np(errno));
+	int d = xpfo_share_fd(q, XPFO_SHARE_WRITE | XPFO_SHARE_READ);
+	errno = 0;
+	int e = xpfo_share_fd(q, XPFO_SHARE_READ);
+	int f = xpfo_share_fd(q, XPFO_SHARE_WRITE);
+	CHECK(d >= 0 && f >= 0, "two write shares of one run");
+	CHECK(e == -1 && errno == EPERM, "a read share of a run shared for writing: %d, %s", e,
+	      strerrorname_np(errno));
+	int fds[] = { a, b, c, d, e, f };
+	for (unsigned i = 0; i < 6; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(p);
+	free(q);
+	xpfo_flush();
+}
+
 static void test_einval(void)
 {
 	char *small = malloc(100), *p = malloc(RUN);
@@ -334,6 +617,12 @@ int main(int argc, char **argv)
 	test_write();
 	test_transfer();
 	test_destroy();
+	test_reopen_read();
+	test_reopen_write();
+	test_cut("a read share cut in half", XPFO_SHARE_READ);
+	test_cut("a write share cut in half", XPFO_SHARE_WRITE);
+	test_mixed();
+	test_shrunk();
 	test_einval();
 	test_cycles(cycles);
 	close(sock[0]); /* the helper exits */

@@ -3,7 +3,9 @@
 # (nice'd), starting from the seed corpus SEEDS (read only: new inputs go to
 # tests/fuzz/work/NAME in the build tree), and print one line: executions,
 # corpus size, coverage (libFuzzer's cov: and ft: at the end).  Exit 0 when
-# it found nothing, 1 with the crash's log and artifact named.
+# it found nothing, 1 with the crash's log and artifact named.  The report
+# is written at the end in one piece, so that targets run at the same time
+# (make fuzz FUZZ_JOBS=N) do not mix their lines.
 set -u
 bin=$1 seeds=$2 secs=$3
 name=$(basename "$bin" | sed 's/^fuzz-//')
@@ -21,10 +23,16 @@ last=$(grep -aE '^#[0-9]+.*cov: ' "$log" | tail -n 1 | tr -cd '[:print:]')
 cov=$(echo "$last" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
 ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
 corp=$(echo "$last" | sed -n 's/.* corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p')
-echo "fuzz $name: ${secs} s, ${execs:-?} executions, corpus ${corp:-?} (units/bytes), cov ${cov:-?}, ft ${ft:-?}"
-if [ "$st" -ne 0 ]; then
-	echo "FAIL: fuzz/$name (libFuzzer exit $st); log $log:"
-	grep -aE 'ERROR|fuzz:|xpfo:|SUMMARY|artifact|Test unit' "$log" | head -n 20
-	exit 1
-fi
-echo "PASS: fuzz/$name"
+report=tests/fuzz/$name.report
+{
+	echo "fuzz $name: ${secs} s, ${execs:-?} executions, corpus ${corp:-?} (units/bytes), cov ${cov:-?}, ft ${ft:-?}"
+	if [ "$st" -ne 0 ]; then
+		echo "FAIL: fuzz/$name (libFuzzer exit $st); log $log:"
+		grep -aE 'ERROR|fuzz:|xpfo:|SUMMARY|artifact|Test unit' "$log" | head -n 20
+	else
+		echo "PASS: fuzz/$name"
+	fi
+} > "$report"
+cat "$report"
+rm -f "$report"
+[ "$st" -eq 0 ]

@@ -93,7 +93,7 @@ static int c_run_grown(const char *a)
 
 /* A freed run not yet revoked serves a smaller guarded run of its thread
  * from its tail, which ends at the same guard page (no protection change,
- * alloc/revoke.c take_at); the rest, its head, stays queued and is revoked
+ * alloc/gather.c take_at); the rest, its head, stays queued and is revoked
  * at the next flush.  "head": the write lands in the head, revoked; else
  * past the new run's end, on the guard.  Exit 96 if the smaller run was
  * not placed at the tail (strict quarantines freed runs: none is taken

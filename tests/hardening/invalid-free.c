@@ -7,7 +7,9 @@
  * A metadata address comes from the public API: a compartment handle is
  * xpfo's own out-of-line metadata.  "Not an allocated block": a pointer into
  * a freed run (not its start), into the unused tail of a slab, and (with
- * guard_large) the guard page after a run.  Control: the handle is destroyed
+ * guard_large) the guard page after a run, and addresses never handed
+ * out at all (a slot no malloc returned, a page past a fresh run, a
+ * segment never carved: once reported as double frees).  Control: the handle is destroyed
  * through the API, and a block is freed at its start, silently.  Also
  * malloc_usable_size of a freed block:
  *
@@ -125,6 +127,62 @@ static int c_usable_size_freed(const char *a)
 	return malloc_usable_size(h_opaque(p)) ? 3 : 4;
 }
 
+/* Addresses of the heap that were never handed out are invalid frees, not
+ * double frees (issue 33): a slot of a live slab no malloc returned, a page
+ * of a carved segment past everything written there, a segment never
+ * carved.  A real double free still says so (double-free.c). */
+
+/* A slab of its own (a new compartment's first block, class 80: one page
+ * of 51 slots) with one slot handed out: the next slot never was. */
+static int c_never_given_slot(const char *a)
+{
+	size_t canary = (size_t)h_arg_long(a, "canary", 0);
+	xpfo_compartment_t *c = xpfo_compartment_create("hardening", 0);
+	char *p = c ? xpfo_malloc_in(c, 80 - canary) : NULL;
+	if (!p || malloc_usable_size(p) + canary != 80)
+		return 97;
+	char *base = (char *)((unsigned long)p & ~(h_page() - 1));
+	size_t i = (size_t)(p - base) / 80;
+	char *q = base + ((i + 1) % 51) * 80;
+	tu_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)q);
+	free(h_opaque(q));
+	return 0;
+}
+
+/* 16 pages past a fresh 64 KiB run of a new compartment: its segment was
+ * carved for that run alone. */
+static int c_never_given_page(const char *a)
+{
+	(void)a;
+	xpfo_compartment_t *c = xpfo_compartment_create("hardening", 0);
+	char *p = c ? xpfo_malloc_in(c, 65536) : NULL;
+	if (!p || ((unsigned long)p & ((4ul << 20) - 1)) > (3ul << 20))
+		return 97;
+	char *q = p + 65536 + 16 * h_page();
+	tu_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)q);
+	free(h_opaque(q));
+	return 0;
+}
+
+/* The last segment of the GiB the heap's first run is in (the heap is a
+ * power-of-two reservation of 1 GiB or more, aligned to its size), still
+ * inaccessible in one mapping with its neighbours: never carved. */
+static int c_never_carved(const char *a)
+{
+	(void)a;
+	char *p = malloc(65536);
+	if (!p)
+		return 97;
+	char *q = (char *)(((unsigned long)p & ~((1ul << 30) - 1)) + (1ul << 30) - (4ul << 20));
+	if (q == (char *)((unsigned long)p & ~((4ul << 20) - 1)) ||
+	    h_mapping_start(q) > (unsigned long)q - h_page() || h_mapping_end(q) < (unsigned long)q + (4ul << 20) ||
+	    strncmp(h_mapping_prot(q), "---", 3))
+		return 97;
+	tu_expect("xpfo: fatal: invalid free of %p: not an allocated block" ROOT, (void *)q);
+	free(h_opaque(q));
+	return 0;
+}
+
 static int c_run_ok(const char *a)
 {
 	(void)a;
@@ -145,6 +203,9 @@ static const struct hcase cases[] = {
 	{ "slab-tail", c_slab_tail },
 	{ "guard-page", c_guard_page },
 	{ "run-ok", c_run_ok },
+	{ "never-given-slot", c_never_given_slot },
+	{ "never-given-page", c_never_given_page },
+	{ "never-carved", c_never_carved },
 };
 
 #define ALL(c, x, v)                                                       \
@@ -159,6 +220,9 @@ static const struct hrun runs[] = {
 	ALL("usable-size-of-freed", HX_DETECT, SIGABRT),
 	ALL("freed-run-inside", HX_DETECT, SIGABRT),
 	ALL("slab-tail", HX_DETECT, SIGABRT),
+	ALL("never-given-slot", HX_DETECT, SIGABRT),
+	ALL("never-given-page", HX_DETECT, SIGABRT),
+	ALL("never-carved", HX_DETECT, SIGABRT),
 	{ "guard-page", "profile=default", HX_DETECT, SIGABRT, NULL, NULL, NULL },
 	{ "guard-page", "profile=strict", HX_DETECT, SIGABRT, NULL, NULL, NULL },
 	ALL("metadata-ok", HX_SILENT, 0),

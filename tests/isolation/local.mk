@@ -24,6 +24,7 @@ iso_tests = \
 	tests/isolation/nomem \
 	tests/isolation/failclosed \
 	tests/isolation/forkcomp \
+	tests/isolation/forkenter \
 	tests/isolation/osfail \
 	tests/isolation/quardestroy \
 	tests/isolation/uffd
@@ -101,6 +102,11 @@ tests_isolation_forkcomp_CPPFLAGS = $(iso_cppflags)
 tests_isolation_forkcomp_CFLAGS = $(iso_cflags)
 tests_isolation_forkcomp_LDADD = $(iso_ldadd)
 tests_isolation_forkcomp_LDFLAGS = $(iso_ldflags)
+tests_isolation_forkenter_SOURCES = tests/isolation/forkenter.c $(iso_sources)
+tests_isolation_forkenter_CPPFLAGS = $(iso_cppflags)
+tests_isolation_forkenter_CFLAGS = $(iso_cflags)
+tests_isolation_forkenter_LDADD = $(iso_ldadd)
+tests_isolation_forkenter_LDFLAGS = $(iso_ldflags)
 
 tests_isolation_quardestroy_SOURCES = tests/isolation/quardestroy.c $(iso_sources)
 tests_isolation_quardestroy_CPPFLAGS = $(iso_cppflags)

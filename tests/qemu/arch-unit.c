@@ -269,9 +269,50 @@ static void test_fault_is_write(void)
 	munmap((void *)q, 4096);
 }
 
+/* x86_xsave_pkru: the PKRU word of a signal frame's XSAVE area, found by
+ * CPUID's offset only when the kernel's words say it is there (a made-up
+ * area here; pkeys-fault edits a real frame).  Without PKRU in CPUID (this
+ * host) there is none. */
+static void test_xsave_pkru(void)
+{
+#if defined(__x86_64__)
+	static unsigned char fx[8192] __attribute__((aligned(64)));
+	unsigned int off = x86_xsave_pkru_offset();
+	uint32_t magic = X86_FP_XSTATE_MAGIC1, size = sizeof fx;
+	uint64_t feat = UINT64_C(1) << X86_XFEATURE_PKRU, bv = feat;
+
+	memcpy(fx + X86_XSAVE_SW_OFFSET, &magic, 4);
+	memcpy(fx + X86_XSAVE_SW_OFFSET + 8, &feat, 8);
+	memcpy(fx + X86_XSAVE_SW_OFFSET + 16, &size, 4);
+	memcpy(fx + X86_XSAVE_HDR_OFFSET, &bv, 8);
+	printf("# PKRU in an XSAVE area: offset %u\n", off);
+	if (!off) {
+		CHECK(!x86_xsave_pkru(fx), "no PKRU component, yet a word");
+		return;
+	}
+	CHECK(x86_xsave_pkru(fx) == fx + off, "PKRU word at %p, not %p", (void *)x86_xsave_pkru(fx),
+	      (void *)(fx + off));
+	bv = 0; /* PKRU in its initial state */
+	memcpy(fx + X86_XSAVE_HDR_OFFSET, &bv, 8);
+	CHECK(!x86_xsave_pkru(fx), "XSTATE_BV bit 9 clear, yet a word");
+	bv = feat;
+	memcpy(fx + X86_XSAVE_HDR_OFFSET, &bv, 8);
+	size = off + 3;
+	memcpy(fx + X86_XSAVE_SW_OFFSET + 16, &size, 4);
+	CHECK(!x86_xsave_pkru(fx), "area too short, yet a word");
+	size = sizeof fx;
+	memcpy(fx + X86_XSAVE_SW_OFFSET + 16, &size, 4);
+	magic = 0;
+	memcpy(fx + X86_XSAVE_SW_OFFSET, &magic, 4);
+	CHECK(!x86_xsave_pkru(fx), "no magic, yet a word");
+	CHECK(!x86_xsave_pkru(NULL), "no area, yet a word");
+#endif
+}
+
 int main(void)
 {
 	test_x86_encoding();
+	test_xsave_pkru();
 	test_arm64_encoding();
 	test_siginfo();
 	test_probe();

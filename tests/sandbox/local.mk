@@ -7,6 +7,7 @@ sandbox_ldadd = libxpfo.la -lpthread
 
 sandbox_tests = \
 	tests/sandbox/attacks \
+	tests/sandbox/allowlist \
 	tests/sandbox/alloc \
 	tests/sandbox/gadgets \
 	tests/sandbox/transfer \
@@ -25,6 +26,12 @@ tests_sandbox_attacks_CPPFLAGS = $(sandbox_cppflags)
 tests_sandbox_attacks_CFLAGS = $(sandbox_cflags)
 tests_sandbox_attacks_LDADD = $(sandbox_ldadd)
 tests_sandbox_attacks_LDFLAGS = -no-install
+
+tests_sandbox_allowlist_SOURCES = tests/sandbox/allowlist.c tests/testutil.c tests/testutil.h
+tests_sandbox_allowlist_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_allowlist_CFLAGS = $(sandbox_cflags)
+tests_sandbox_allowlist_LDADD = $(sandbox_ldadd)
+tests_sandbox_allowlist_LDFLAGS = -no-install
 
 tests_sandbox_alloc_SOURCES = tests/sandbox/alloc.c tests/testutil.c tests/testutil.h
 tests_sandbox_alloc_CPPFLAGS = $(sandbox_cppflags)
@@ -114,3 +121,10 @@ tests_sandbox_alloc_static_CFLAGS = $(sandbox_cflags)
 tests_sandbox_alloc_static_LDADD = $(sandbox_ldadd)
 tests_sandbox_alloc_static_LDFLAGS = -all-static
 QEMU_TEST_BINARIES += tests/sandbox/alloc-static$(EXEEXT)
+check_PROGRAMS += tests/sandbox/allowlist-static
+tests_sandbox_allowlist_static_SOURCES = tests/sandbox/allowlist.c tests/testutil.c tests/testutil.h
+tests_sandbox_allowlist_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_allowlist_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_allowlist_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_allowlist_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/allowlist-static$(EXEEXT)

@@ -122,11 +122,14 @@ static void test_slabs(void)
 	sl->nslots = k->nslots;
 	sl->owner = 9;
 	sl->used[0] = 1; /* slot 0 live */
+	sl->given[0] = 3; /* slots 0 and 1 were handed out, slot 2 never */
 	owner_set_slab(a, k->npages, 5, 9);
 	struct blk b;
 	CHECK(owner_lookup(a, &b) == BLK_OK && b.kind == BK_SMALL && b.slot == 0 && b.s == sl,
 	      "live slot");
 	CHECK(owner_lookup(a + k->size, &b) == BLK_FREED && b.slot == 1, "free slot");
+	CHECK(owner_lookup(a + 2 * k->size, &b) == BLK_NOT_BLOCK && b.slot == 2,
+	      "a slot never handed out is no block");
 	CHECK(owner_lookup(a + 1, &b) == BLK_INTERIOR && b.base == a, "inside a slot");
 	sl->remote[0] = 1;
 	CHECK(owner_lookup(a, &b) == BLK_FREED, "slot freed remotely");
@@ -240,8 +243,11 @@ static void test_written(void)
 	CHECK(s->ents_hwm == 104, "written up to page 104: %u", (unsigned)s->ents_hwm);
 	struct blk b;
 	CHECK(owner_lookup(r + PG(1), &b) == BLK_INTERIOR, "the second run is live");
+	s->gen = 1; /* its first carve: a page start past the mark was never a block */
+	CHECK(owner_lookup(r + PG(8), &b) == BLK_NOT_BLOCK, "past the mark, first carve");
 	s->ent[500].page = 0xabc; /* a marker past the mark */
 	owner_reset(s);
+	s->gen = 2; /* carved again: a run start there may be one freed before */
 	memset(s->free_map, 0xff, sizeof s->free_map);
 	s->free_pages = SEG_PAGES;
 	CHECK(s->ents_hwm == 0 && owner_lookup(a, &b) == BLK_FREED && s->ent[101].page == 0 &&
