@@ -15,9 +15,11 @@
  */
 #include "internal.h"
 #include "owner.h"
+#include "backing.h"
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -31,8 +33,13 @@
 #ifdef HAVE_SECCOMP_H
 #include <linux/seccomp.h>
 
-/* Page states.  SNAP: not changed since the lock (read the copy). */
-enum { PS_SNAP, PS_FOREIGN, PS_STALE, PS_FRESH, PS_MINE, PS_GONE };
+/* Page states.  SNAP: not changed since the lock (read the copy).
+ * PENDING: a stale page the locked thread asked to purge (MADV_DONTNEED, or
+ * a fresh mapping over it).  The executor lets a call go on but never sees
+ * its result, so a stale page is not taken for fresh on the strength of the
+ * request: the first grant that touches it asks the kernel's page table
+ * (pending_confirm) whether its frame is really gone. */
+enum { PS_SNAP, PS_FOREIGN, PS_STALE, PS_FRESH, PS_MINE, PS_GONE, PS_PENDING };
 
 struct executor {
 	pid_t target;
@@ -42,6 +49,10 @@ struct executor {
 	uintptr_t hb, he;           /* heap */
 	uintptr_t guard[4][2];      /* never touched: metadata, sealed page, shared page, gate */
 	uint8_t *state;             /* per heap page */
+	int pagemap;                /* /proc/<target>/pagemap, or -1: nothing pending is confirmed */
+	bool secret;                /* the compartment is memfd_secret-backed */
+	uint64_t reported[16];      /* syscall numbers reported (its own: the locked
+				     * thread cannot silence a report) */
 	char name[48];
 };
 
@@ -76,6 +87,46 @@ static int where(const struct executor *x, uintptr_t a, uintptr_t len)
 	if (end <= x->hb || a >= x->he)
 		return 0;
 	return a >= x->hb && end <= x->he ? 1 : -1;
+}
+
+/* The arguments every rule needs before anything is recorded: a
+ * page-aligned start (the kernel refuses any other with EINVAL, after the
+ * executor would have recorded the change). */
+static bool aligned(uint64_t a)
+{
+	return (a & (PAGE_SIZE - 1)) == 0;
+}
+
+/* Protections a locked thread may ask for: none, read, read-write. */
+static bool prot_ok(uint64_t prot)
+{
+	return (prot & ~(uint64_t)(PROT_READ | PROT_WRITE)) == 0;
+}
+
+/* Pending pages of [i0, i1) whose frames the kernel really released (no
+ * page-table entry: not present, not swapped: a private anonymous page
+ * then reads as zero) become FRESH, the others STALE again.  Without the
+ * page map, or in a memfd_secret compartment (a shared file keeps its
+ * pages without a page-table entry, and a fork child's shared mappings
+ * have none until touched), nothing is confirmed.  Runs while the range is
+ * closed: nothing can fault a frame in between (the locked thread waits
+ * in the call that asks). */
+static void pending_confirm(struct executor *x, size_t i0, size_t i1)
+{
+	uint64_t e[64];
+	for (size_t i = i0; i < i1; i++) {
+		if (x->state[i] != PS_PENDING)
+			continue;
+		size_t n = i1 - i < 64 ? i1 - i : 64;
+		off_t off = (off_t)((x->hb >> PAGE_SHIFT) + i) * 8;
+		bool read = x->pagemap >= 0 && !x->secret &&
+			    pread(x->pagemap, e, n * 8, off) == (ssize_t)(n * 8);
+		__atomic_add_fetch(&sandbox_shared->pagemap_reads, 1, __ATOMIC_RELAXED);
+		for (size_t k = 0; k < n; k++, i++)
+			if (x->state[i] == PS_PENDING)
+				x->state[i] = read && !(e[k] >> 62) ? PS_FRESH : PS_STALE;
+		i--;
+	}
 }
 
 /* Every segment of the range reserved for the compartment at its lock
@@ -117,8 +168,17 @@ static bool pages_move(struct executor *x, uintptr_t a, uintptr_t len, unsigned 
 
 #define M(s) (1u << (s))
 
+/* The heap pages of [a, a+len) (where() said 1). */
+static void page_range(const struct executor *x, uintptr_t a, uintptr_t len, size_t *i0, size_t *i1)
+{
+	*i0 = (a - x->hb) >> PAGE_SHIFT;
+	*i1 = (align_up(a + len, PAGE_SIZE) - x->hb) >> PAGE_SHIFT;
+}
+
 static int decide_protect(struct executor *x, const uint64_t *a, bool keyed)
 {
+	if (!aligned(a[0]) || !prot_ok(a[2]))
+		return -1; /* PROT_EXEC and unknown bits, anywhere */
 	int w = where(x, a[0], a[1]);
 	if (w <= 0)
 		return w;
@@ -128,6 +188,12 @@ static int decide_protect(struct executor *x, const uint64_t *a, bool keyed)
 	}
 	if (keyed && x->key > 0 && (int)a[3] != x->key)
 		return -1;
+	/* a grant that fails leaves FRESH pages recorded MINE: no page the
+	 * compartment could not already open */
+	size_t i0, i1;
+	page_range(x, a[0], a[1], &i0, &i1);
+	if (reserved(x, i0, i1))
+		pending_confirm(x, i0, i1);
 	if (!pages_move(x, a[0], a[1], M(PS_FRESH) | M(PS_MINE), PS_MINE))
 		return -1;
 	/* under a userfaultfd its missing pages are filled here: the locked
@@ -139,20 +205,33 @@ static int decide_protect(struct executor *x, const uint64_t *a, bool keyed)
 	return 1;
 }
 
+/* Stale pages of a purge the executor let go on wait for their
+ * confirmation (PENDING); the compartment's and fresh ones keep their
+ * state (a purge that fails leaves them as they were: the compartment's
+ * own bytes, or zeros). */
+static void pages_pending(struct executor *x, size_t i0, size_t i1)
+{
+	for (size_t i = i0; i < i1; i++)
+		if (page_state(x, i) == PS_STALE)
+			x->state[i] = PS_PENDING;
+}
+
+#define PURGEABLE (M(PS_STALE) | M(PS_PENDING) | M(PS_FRESH) | M(PS_MINE))
+
 static int decide_madvise(struct executor *x, const uint64_t *a)
 {
+	if (!aligned(a[0]))
+		return -1;
 	int w = where(x, a[0], a[1]);
 	if (w <= 0)
 		return w;
 	if (a[2] != MADV_DONTNEED)
 		return -1;
-	/* the frames go: stale pages become fresh, the compartment's stay its */
-	uintptr_t i0 = (a[0] - x->hb) >> PAGE_SHIFT, i1 = (align_up(a[0] + a[1], PAGE_SIZE) - x->hb) >> PAGE_SHIFT;
-	if (!pages_move(x, a[0], a[1], M(PS_STALE) | M(PS_FRESH) | M(PS_MINE), 0))
+	size_t i0, i1;
+	page_range(x, a[0], a[1], &i0, &i1);
+	if (!pages_move(x, a[0], a[1], PURGEABLE, 0))
 		return -1;
-	for (uintptr_t i = i0; i < i1; i++)
-		if (page_state(x, i) == PS_STALE)
-			x->state[i] = PS_FRESH;
+	pages_pending(x, i0, i1);
 	__atomic_add_fetch(&sandbox_shared->purges, 1, __ATOMIC_RELAXED);
 	return 1;
 }
@@ -169,15 +248,33 @@ static int remap_move(struct executor *x, uintptr_t a, uintptr_t len, unsigned m
 
 /* mmap with MAP_FIXED: a fresh anonymous private mapping over pages that
  * are not another owner's. */
+/* mmap with MAP_FIXED: a fresh anonymous private mapping over pages that
+ * are not another owner's.  Every argument the kernel could refuse is
+ * checked first: the start, the flags (these and MAP_NORESERVE only), the
+ * descriptor and the offset (0: the kernel refuses an unaligned one).
+ * The filter lets mmap without MAP_FIXED through unless it asks for
+ * PROT_EXEC: any that gets here is refused. */
 static int decide_mmap(struct executor *x, const uint64_t *a)
 {
+	const uint64_t need = MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS;
+	if (!aligned(a[0]) || !prot_ok(a[2]) || (a[3] & ~(uint64_t)MAP_NORESERVE) != need ||
+	    (int)a[4] != -1 || a[5] != 0)
+		return -1;
 	int w = where(x, a[0], a[1]);
 	if (w <= 0)
 		return w;
-	if ((int)a[4] != -1 || !(a[3] & MAP_ANONYMOUS) || (a[3] & MAP_SHARED))
+	size_t i0, i1;
+	page_range(x, a[0], a[1], &i0, &i1);
+	if (!pages_move(x, a[0], a[1], PURGEABLE, 0))
 		return -1;
-	int to = a[2] == PROT_NONE ? PS_FRESH : PS_MINE;
-	return remap_move(x, a[0], a[1], M(PS_STALE) | M(PS_FRESH) | M(PS_MINE), to);
+	/* a mapping that fails leaves stale pages stale (pending), and the
+	 * compartment's or fresh ones as they were */
+	pages_pending(x, i0, i1);
+	for (size_t i = i0; i < i1; i++)
+		if (x->state[i] != PS_PENDING)
+			x->state[i] = a[2] == PROT_NONE ? PS_FRESH : PS_MINE;
+	__atomic_add_fetch(&sandbox_shared->remaps, 1, __ATOMIC_RELAXED);
+	return 1;
 }
 
 /* mremap: only a transfer's fresh copy, moved whole from outside onto the
@@ -186,7 +283,8 @@ static int decide_mmap(struct executor *x, const uint64_t *a)
  * scan never saw. */
 static int decide_mremap(struct executor *x, const uint64_t *a)
 {
-	if (where(x, a[0], a[1]) != 0 || !(a[3] & MREMAP_FIXED) || a[1] != a[2])
+	if (!aligned(a[0]) || !aligned(a[4]) || a[3] != (MREMAP_MAYMOVE | MREMAP_FIXED) ||
+	    where(x, a[0], a[1]) != 0 || a[1] != a[2])
 		return -1;
 	if (where(x, a[4], a[2]) <= 0)
 		return -1;
@@ -225,8 +323,11 @@ static void answer(struct executor *x, int lfd, struct seccomp_notif *req)
 		__atomic_add_fetch(v ? &sandbox_shared->granted : &sandbox_shared->passed, 1,
 				   __ATOMIC_RELAXED);
 	} else {
+		/* every call the filter does not allow ends here (its default
+		 * action): counted and reported by a process the locked thread
+		 * cannot reach, whatever it did with its signals */
 		resp.error = -EPERM;
-		sandbox_report(req->data.nr, req->pid, x->name);
+		sandbox_report(req->data.nr, req->pid, x->name, x->reported);
 		if (x->flags & XPFO_LOCK_KILL)
 			kill(x->target, SIGKILL);
 	}
@@ -296,6 +397,9 @@ static _Noreturn void executor_main(struct executor *x, int sock)
 	if (hi > lo + 1)
 		syscall(SYS_close_range, lo + 1, hi - 1, 0);
 	syscall(SYS_close_range, hi + 1, ~0u, 0);
+	char path[48];
+	fmt_str(path, sizeof path, "/proc/%d/pagemap", (long)x->target);
+	x->pagemap = open(path, O_RDONLY | O_CLOEXEC); /* -1: pending pages stay stale */
 	serve(x, lfd);
 }
 
@@ -307,6 +411,7 @@ pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2])
 	x.id = c->id;
 	x.key = pkeys_comp_key(c);
 	x.flags = flags;
+	x.secret = secret_comp(c);
 	x.hb = heap_base;
 	x.he = heap_end;
 	meta_region(&x.guard[0][0], &x.guard[0][1]);

@@ -26,9 +26,9 @@ int gate_protect(enum os_prot prot)
 	return os_protect(&sandbox_gate, sizeof sandbox_gate, prot);
 }
 
-/* A matching entry of another thread id is a dead locked thread whose TLS
- * went to a new (unfiltered) thread: dropped. */
-static void gate_drop(unsigned i)
+/* Entry i goes (a matching entry of another thread id is a dead locked
+ * thread whose TLS went to a new, unfiltered thread; or a lock failed). */
+void gate_drop(unsigned i)
 {
 	if (gate_protect(OS_RW))
 		xpfo_fatal("sandbox: cannot update the gate's table");

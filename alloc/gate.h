@@ -31,6 +31,8 @@ extern __thread int tl_sandbox_locked __attribute__((tls_model("initial-exec")))
 /* The gate's page: writable for an update (OS_RW), read-only again after
  * it (OS_READ).  0 or an errno. */
 int gate_protect(enum os_prot prot);
+/* Remove entry i (the page made writable for it, read-only again). */
+void gate_drop(unsigned i);
 /* After every write of the rights register (pkeys_write): in a locked
  * thread, a register that opens a key the thread may not hold is fatal. */
 void gate_check(void);

@@ -49,8 +49,6 @@
 #include <dlfcn.h>
 #endif
 
-static __thread unsigned tl_lock_flags;
-static __thread char tl_lock_name[48];
 struct sandbox_shared *sandbox_shared;
 
 /* pkeys: from now on pages open to every thread carry key_root (key_plain,
@@ -129,6 +127,7 @@ const char *sandbox_syscall_name(long nr, char *buf, size_t n)
 	N(fstat) N(newfstatat) N(lseek) N(pread64) N(pwrite64) N(ioctl) N(fcntl) N(dup)
 	N(dup2) N(dup3) N(pipe2) N(sigaltstack) N(mincore) N(shmat) N(shmget) N(seccomp)
 	N(getppid) N(setrlimit) N(prlimit64) N(wait4) N(exit_group) N(uname)
+	N(rt_sigaction) N(ftruncate) N(fallocate) N(unshare) N(setns) N(socketpair) N(accept4)
 #undef N
 	case 462:
 		return "mseal";
@@ -138,7 +137,7 @@ const char *sandbox_syscall_name(long nr, char *buf, size_t n)
 }
 
 /* One line per syscall name, counted every time. */
-void sandbox_report(long nr, long tid, const char *comp)
+void sandbox_report(long nr, long tid, const char *comp, uint64_t reported[16])
 {
 	struct sandbox_shared *sh = sandbox_shared;
 	if (!sh)
@@ -146,8 +145,9 @@ void sandbox_report(long nr, long tid, const char *comp)
 	__atomic_add_fetch(&sh->denied, 1, __ATOMIC_RELAXED);
 	unsigned i = nr >= 0 && nr < 1024 ? (unsigned)nr : 1023;
 	uint64_t bit = (uint64_t)1 << (i & 63);
-	if (__atomic_fetch_or(&sh->reported[i >> 6], bit, __ATOMIC_RELAXED) & bit)
+	if (reported[i >> 6] & bit)
 		return;
+	reported[i >> 6] |= bit;
 	char name[32], line[160];
 	size_t k = fmt_str(line, sizeof line - 1,
 			   "xpfo: sandbox: denied %s from thread %d in compartment \"%s\"",
@@ -157,38 +157,6 @@ void sandbox_report(long nr, long tid, const char *comp)
 }
 
 #ifdef HAVE_SECCOMP_H
-static void set_return(void *ucv, long v)
-{
-	ucontext_t *uc = ucv;
-#if defined(__x86_64__)
-	uc->uc_mcontext.gregs[REG_RAX] = v;
-#elif defined(__aarch64__)
-	uc->uc_mcontext.regs[0] = (unsigned long)v;
-#else
-#error "the sandbox needs the syscall return register of this architecture"
-#endif
-}
-
-/* SCMP_ACT_TRAP: report, then fail the call with EPERM or end the process
- * (XPFO_LOCK_KILL: SIGSYS again, with its default action, once the
- * handler returns). */
-static void on_sigsys(int sig, siginfo_t *si, void *uc)
-{
-	if (si->si_code != 1 /* SYS_SECCOMP */ || !tl_sandbox_locked)
-		return;
-	int saved = errno;
-	sandbox_report(si->si_syscall, os_gettid(), tl_lock_name);
-	if (tl_lock_flags & XPFO_LOCK_KILL) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = SIG_DFL;
-		sigaction(SIGSYS, &sa, NULL);
-		syscall(SYS_tgkill, (long)getpid(), os_gettid(), SIGSYS);
-	}
-	set_return(uc, -EPERM);
-	errno = saved;
-}
-
 /* ---- libseccomp ------------------------------------------------------------ */
 
 /* The shared library loads libseccomp while it locks a thread, not at every
@@ -265,35 +233,42 @@ static unsigned sc_api_level(void)
 /* ---- the filter ---------------------------------------------------------- */
 
 /* What a locked thread may call outright (docs/security.md has a reason for
- * each). */
+ * each).  Everything else goes to the executor (the filter's default
+ * action is a user notification): memory calls are checked there, any
+ * other call is refused, counted and reported (or ends the process,
+ * XPFO_LOCK_KILL) by a process the locked thread cannot reach, whatever it
+ * did with its own signal handlers and mask. */
 static const int allowed[] = {
 	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev),
 	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
 	SCMP_SYS(close), SCMP_SYS(futex), SCMP_SYS(clock_gettime), SCMP_SYS(gettimeofday),
 	SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(sched_yield),
 	SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(exit), SCMP_SYS(exit_group),
-	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction),
-	SCMP_SYS(getrandom), SCMP_SYS(restart_syscall),
+	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(getrandom),
+	SCMP_SYS(restart_syscall),
 };
 
-/* Memory calls: the executor decides (user notification); PROT_EXEC never
- * gets that far. */
+/* Memory calls: mmap that the kernel places (it cannot replace a mapping)
+ * without PROT_EXEC is allowed; the rest goes to the executor. */
 static int add_memory_rules(const struct sc_lib *l, scmp_filter_ctx f)
 {
 	const uint64_t X = PROT_EXEC, F = MAP_FIXED;
-	int e = 0;
-	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mprotect), 1,
-			 SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
-	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(pkey_mprotect), 1,
-			 SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0));
-	/* a mapping the kernel places cannot replace one: allowed */
-	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
-			 SCMP_A3(SCMP_CMP_MASKED_EQ, F, 0));
-	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
-			 SCMP_A3(SCMP_CMP_MASKED_EQ, F, F));
-	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(madvise), 0);
-	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(munmap), 0);
-	e |= l->rule_add(f, SCMP_ACT_NOTIFY, SCMP_SYS(mremap), 0);
+	return l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 2, SCMP_A2(SCMP_CMP_MASKED_EQ, X, 0),
+			   SCMP_A3(SCMP_CMP_MASKED_EQ, F, 0));
+}
+
+/* rt_sigaction: any signal but the three whose handler decides whether a
+ * denial or a violation ends the process (SIGSYS, SIGSEGV, SIGBUS: xpfo's
+ * fault handler reports and ends), and a query (no new action) of any.
+ * The number is compared whole (64 bits): a value with high bits set, which
+ * the kernel would truncate to one of the three, matches no rule. */
+static int add_signal_rules(const struct sc_lib *l, scmp_filter_ctx f)
+{
+	int e = l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 1, SCMP_A1(SCMP_CMP_EQ, 0));
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGSYS && sig != SIGSEGV && sig != SIGBUS)
+			e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 1,
+					 SCMP_A0(SCMP_CMP_EQ, (uint64_t)sig));
 	return e;
 }
 
@@ -306,7 +281,7 @@ static int add_rules(const struct sc_lib *l, scmp_filter_ctx f)
 	uint64_t pid = (uint64_t)getpid();
 	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
 	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
-	return e | add_memory_rules(l, f);
+	return e | add_signal_rules(l, f) | add_memory_rules(l, f);
 }
 
 /* The filter as a BPF program, built before the executor starts (building
@@ -317,7 +292,7 @@ static size_t filter_build(struct sock_filter *out, size_t max)
 	struct sc_lib l;
 	if (sc_open(&l))
 		return 0;
-	scmp_filter_ctx f = l.api_get() >= 6 ? l.init(SCMP_ACT_TRAP) : NULL;
+	scmp_filter_ctx f = l.api_get() >= 6 ? l.init(SCMP_ACT_NOTIFY) : NULL;
 	if (!f) {
 		sc_close(&l);
 		return 0;
@@ -446,6 +421,30 @@ static int lock_undo(xpfo_compartment_t *prev, pid_t ex, int e)
 	return e;
 }
 
+/* The gate's entry of this thread goes with a lock that failed (else a
+ * live thread would keep its compartment busy, and its rights, rewritten
+ * by the leave, would fail the gate's check). */
+static int lock_undo_gate(xpfo_compartment_t *prev, pid_t ex, int e)
+{
+	tl_sandbox_locked = 0;
+	for (unsigned i = sandbox_gate.g.n; i-- > 0;)
+		if (sandbox_gate.g.e[i].tls == (uintptr_t)&tl_sandbox_locked) {
+			gate_drop(i);
+			break;
+		}
+	return lock_undo(prev, ex, e);
+}
+
+/* A failure once the thread has a descriptor table of its own: the table
+ * is a copy of the process's at that moment, so descriptors xpfo makes
+ * later in other threads (a shared run's memfd) would be missing from it,
+ * or their numbers another file's; the thread cannot go on unlocked. */
+static _Noreturn void lock_fail_private(int e)
+{
+	xpfo_fatal("sandbox: the lock failed after the thread's descriptor table was made its own "
+		   "(errno %d)", (long)e);
+}
+
 /* pkeys: root's pages on key_root, closed in this thread's rights from its
  * enter on, and c entered with its own key (a keyless compartment's pages
  * are key_root's: closed to the locked thread too).  0 or an errno. */
@@ -484,33 +483,43 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	} else if (!(prev = comp_enter(tl_state, c))) {
 		return errno;
 	}
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
-		return lock_undo(prev, 0, errno);
-	os_sandbox_lock();
-	pid_t ex = executor_start(c, flags, sv);
-	if (ex < 0)
-		return lock_undo(prev, 0, -ex);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_sigsys;
-	sa.sa_flags = SA_SIGINFO;
-	fmt_str(tl_lock_name, sizeof tl_lock_name, "%s", c->pub_name);
-	tl_lock_flags = flags;
-	if (sigaction(SIGSYS, &sa, NULL))
-		return lock_undo(prev, ex, errno);
 	tl_sandbox_locked = 1;
 	int e = gate_add(c);
-	if (e) {
-		tl_sandbox_locked = 0;
-		return lock_undo(prev, ex, e);
+	if (e)
+		return lock_undo_gate(prev, 0, e);
+	/* xpfo's descriptors (docs/security.md): the thread gets a table of its
+	 * own, where they are closed once it is filtered; the other threads
+	 * keep theirs.  With one thread (mprotect, a fork child) the table is
+	 * the process's and closing them there is what is meant. */
+	bool private = lock_keyed();
+	os_sandbox_lock(); /* /proc/self/mem: closed in the process's table */
+	if (private && (e = os_sandbox_files()))
+		return lock_undo_gate(prev, 0, e);
+	int sv[2];
+	if ((e = os_socketpair(sv))) {
+		if (private)
+			lock_fail_private(e);
+		return lock_undo_gate(prev, 0, e);
+	}
+	pid_t ex = executor_start(c, flags, sv);
+	if (ex < 0) {
+		close(sv[0]);
+		if (private)
+			lock_fail_private(-ex);
+		return lock_undo_gate(prev, 0, -ex);
 	}
 	int fd = filter_load(prog, n);
 	if (fd < 0) {
-		tl_sandbox_locked = 0;
-		return lock_undo(prev, ex, -fd);
+		close(sv[0]);
+		if (private)
+			lock_fail_private(-fd);
+		return lock_undo_gate(prev, ex, -fd);
 	}
-	/* from here on the thread is filtered: fail closed */
+	/* from here on the thread is filtered: fail closed.  close is allowed;
+	 * the executor has its own copies of what it needs (the userfaultfd) */
+	os_sandbox_thread();
+	int keep[2] = { fd, sv[0] };
+	os_sandbox_close_own(keep, 2);
 	if (send_fd(sv[0], fd))
 		xpfo_fatal("sandbox: cannot hand the filter to the executor");
 	close(fd); /* the locked thread must not answer its own requests */
@@ -595,9 +604,10 @@ void sandbox_stats_print(int fd)
 	char buf[256];
 	size_t k = fmt_str(buf, sizeof buf - 1,
 			   "xpfo:   sandbox      %u denied; executor: %u heap calls checked and let through "
-			   "(%u grants, %u closes, %u purges, %u remaps), %u outside the heap",
+			   "(%u grants, %u closes, %u purges, %u remaps; %u page-map reads), %u outside "
+			   "the heap",
 			   sh->denied, sh->granted, sh->grants, sh->closes, sh->purges, sh->remaps,
-			   sh->passed);
+			   sh->pagemap_reads, sh->passed);
 	buf[k++] = '\n';
 	os_write(fd, buf, k);
 }

@@ -17,11 +17,21 @@
 
 #include <signal.h>
 #include <string.h>
+#include <ucontext.h>
 
 static struct sigaction old_segv, old_bus;
 
-static void to_default(int sig)
+/* The default action for sig from now on.  A locked thread may not change
+ * the action of SIGSEGV or SIGBUS (alloc/sandbox.c): the signal is blocked
+ * in the interrupted context instead, and the kernel forces a fault signal
+ * that finds itself blocked to its default action when the access runs
+ * again. */
+static void to_default(int sig, void *uc)
 {
+	if (tl_sandbox_locked && uc) {
+		sigaddset(&((ucontext_t *)uc)->uc_sigmask, sig);
+		return;
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_DFL;
@@ -34,7 +44,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	if (old->sa_flags & SA_SIGINFO) {
 		old->sa_sigaction(sig, si, uc);
 	} else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
-		to_default(sig); /* returning re-runs the access, which now kills */
+		to_default(sig, uc); /* returning re-runs the access, which now kills */
 	} else {
 		old->sa_handler(sig);
 	}
@@ -81,11 +91,12 @@ static uint16_t my_compartment(void)
 
 /* A released page (missing in the userfaultfd's range) ends the process the
  * way a protected one does: SIGSEGV, default action. */
-static void die_released(void)
+static void die_released(void *uc)
 {
-	to_default(SIGSEGV);
-	to_default(SIGBUS);
-	os_raise_self(SIGSEGV);
+	to_default(SIGSEGV, uc);
+	to_default(SIGBUS, uc);
+	if (!tl_sandbox_locked) /* locked: the access runs again, SIGBUS ends it */
+		os_raise_self(SIGSEGV);
 }
 
 /* Is thread tid in the gate's table of locked threads?  The table's page
@@ -153,7 +164,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		return; /* filled: the access runs again */
 	if (!opt.report) {
 		if (released)
-			die_released();
+			die_released(uc);
 		else
 			chain(sig, si, uc);
 		return;
@@ -179,9 +190,9 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	line[len++] = '\n';
 	os_write(2, line, len);
 	if (released)
-		die_released();
+		die_released(uc);
 	else
-		to_default(sig); /* the access runs again and the default action ends it */
+		to_default(sig, uc); /* the access runs again and the default action ends it */
 }
 
 /* The action for SIGSEGV and SIGBUS: on_fault with its siginfo, on the

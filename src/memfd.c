@@ -283,7 +283,12 @@ int os_alias_create(void *addr, size_t size, enum os_prot prot, int key, bool re
 	errno = saved;
 	if (!e) { /* kept: moved high, else low (the program asked for the view) */
 		int high = os_fd_high(fd);
-		*out = high >= 0 ? high : fd;
+		fd = high >= 0 ? high : fd;
+		e = os_fd_own(fd, true); /* the sandbox closes it in a locked thread */
+		if (e)
+			close(fd);
+		else
+			*out = fd;
 	}
 	return e;
 }
@@ -292,7 +297,9 @@ int os_alias_open(int fd, bool write, int *out)
 {
 	int saved = errno;
 	char path[40];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	/* the calling thread's table: /proc/self is the thread group leader's,
+	 * whose table is its own once it is locked (os_sandbox_files) */
+	snprintf(path, sizeof path, "/proc/thread-self/fd/%d", fd);
 	int r = open(path, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	int e = r < 0 ? errno : 0;
 	errno = saved;
@@ -304,6 +311,8 @@ int os_alias_open(int fd, bool write, int *out)
 int os_alias_truncate(int fd)
 {
 	int e = os_injected(OS_OP_ALIAS);
+	if (!e && os_thread_locked())
+		e = EPERM; /* its table holds none of xpfo's descriptors */
 	int saved = errno;
 	if (!e && ftruncate(fd, 0))
 		e = errno;
@@ -316,15 +325,22 @@ int os_alias_truncate(int fd)
 		e = errno;
 	else if (!e && (seals & (F_SEAL_GROW | F_SEAL_SEAL)) != (F_SEAL_GROW | F_SEAL_SEAL))
 		e = EINVAL;
-	if (!e)
+	if (!e) {
+		os_fd_own(fd, false);
 		close(fd);
+	}
 	errno = saved;
 	return e;
 }
 
+/* A locked thread closed xpfo's descriptors in its own table at the lock:
+ * a number it holds now is its own (received later), never xpfo's. */
 void os_fd_close(int fd)
 {
+	if (os_thread_locked())
+		return;
 	int saved = errno;
+	os_fd_own(fd, false);
 	close(fd);
 	errno = saved;
 }
@@ -332,6 +348,8 @@ void os_fd_close(int fd)
 int os_alias_punch(int fd, size_t off, size_t len, bool tail)
 {
 	int e = os_injected(OS_OP_ALIAS);
+	if (!e && os_thread_locked())
+		e = EPERM; /* its table holds none of xpfo's descriptors */
 	int saved = errno;
 	if (!e && tail && ftruncate(fd, (off_t)off))
 		e = errno;

@@ -391,9 +391,68 @@ void os_sandbox_lock(void)
 {
 	__atomic_store_n(&os_mem_closed, 1, __ATOMIC_RELEASE);
 	int fd = __atomic_exchange_n(&mem_fd, -1, __ATOMIC_ACQ_REL);
-	if (fd >= 0)
+	if (fd >= 0) {
+		os_fd_own(fd, false);
 		close(fd);
+	}
+}
+
+void os_sandbox_thread(void)
+{
 	os_locked = 1;
+}
+
+/* ---- xpfo's own descriptors ----
+ * One bit per descriptor number that xpfo keeps open beyond one call (the
+ * memfds of shared runs, the userfaultfd, /proc/self/mem): the process's
+ * record, set and cleared only by unlocked threads. */
+#define OS_OWN_MAX 65536
+static uint64_t own_fds[OS_OWN_MAX / 64];
+
+int os_fd_own(int fd, bool own)
+{
+	if (fd < 0 || fd >= OS_OWN_MAX)
+		return fd < 0 ? EBADF : EMFILE;
+	uint64_t bit = (uint64_t)1 << (fd % 64);
+	if (own)
+		__atomic_fetch_or(&own_fds[fd / 64], bit, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&own_fds[fd / 64], ~bit, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int os_socketpair(int sv[2])
+{
+	int e = injected(OS_OP_SANDBOX);
+	if (e)
+		return e;
+	int saved = errno;
+	return os_result(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0, saved);
+}
+
+int os_sandbox_files(void)
+{
+	int saved = errno;
+	return os_result(unshare(CLONE_FILES) != 0, saved);
+}
+
+unsigned os_sandbox_close_own(const int *keep, unsigned nkeep)
+{
+	unsigned n = 0;
+	int saved = errno;
+	for (int w = 0; w < OS_OWN_MAX / 64; w++) {
+		uint64_t m = __atomic_load_n(&own_fds[w], __ATOMIC_RELAXED);
+		for (; m; m &= m - 1) {
+			int fd = w * 64 + __builtin_ctzll(m);
+			bool kept = false;
+			for (unsigned k = 0; k < nkeep; k++)
+				kept |= keep[k] == fd;
+			if (!kept && syscall(SYS_close, (long)fd) == 0)
+				n++;
+		}
+	}
+	errno = saved;
+	return n;
 }
 
 bool os_thread_locked(void)
@@ -414,12 +473,18 @@ static int mem_open(void)
 			os_fd_close(fd);
 		fd = high < 0 ? -1 : high;
 	}
+	if (fd >= 0 && os_fd_own(fd, true)) { /* the sandbox closes it in a locked thread */
+		close(fd);
+		fd = -1;
+	}
 	errno = saved;
 	int expect = -2;
 	if (!__atomic_compare_exchange_n(&mem_fd, &expect, fd, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		if (fd >= 0)
+		if (fd >= 0) {
+			os_fd_own(fd, false);
 			close(fd);
+		}
 		fd = expect;
 	}
 	return fd;
@@ -431,8 +496,10 @@ void os_mem_forget(void)
 {
 	if (os_mem_closed)
 		return;
-	if (mem_fd >= 0)
+	if (mem_fd >= 0) {
+		os_fd_own(mem_fd, false);
 		close(mem_fd);
+	}
 	mem_fd = -2;
 }
 

@@ -19,10 +19,11 @@ enum os_prot { OS_NONE = 0, OS_READ = 1, OS_RW = 3 };
  * change, PURGE madvise and remapping, MEM /proc/self/mem (ENOSYS: as if it
  * could not be opened). */
 enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_MEM, OS_OP_SECRET, OS_OP_ALIAS,
-	     OS_OP_UFFD, OS_OP_COUNT };
+	     OS_OP_UFFD, OS_OP_SANDBOX, OS_OP_COUNT };
 /* SECRET covers memfd_secret (creation and mapping), ALIAS the memfds of
  * xpfo_share_fd (creation, mapping, truncation), UFFD the userfaultfd
- * (opening, registration, filling). */
+ * (opening, registration, filling), SANDBOX the lock's hand-off channel
+ * (os_socketpair). */
 
 /* Reserve size bytes of inaccessible address space aligned to align (a power
  * of two >= page size).  *out gets the address. */
@@ -131,10 +132,31 @@ int os_dup_high(int fd);
 long os_count_vmas(uintptr_t lo, uintptr_t hi);
 _Noreturn void os_abort(void);
 /* A thread is being locked (alloc/sandbox.c): /proc/self/mem is closed for
- * the process for good, and the calling thread never opens a file again
- * (os_read_file, os_count_vmas: EPERM). */
+ * the process for good.  os_sandbox_thread, once the thread is filtered: it
+ * never opens a file again (os_read_file, os_count_vmas: EPERM) and never
+ * uses a number of xpfo's descriptors (os_fd_close, os_alias_truncate,
+ * os_alias_punch: nothing, or EPERM). */
 void os_sandbox_lock(void);
+void os_sandbox_thread(void);
 bool os_thread_locked(void); /* the calling thread is locked */
+/* xpfo's own descriptors (alias memfds, the userfaultfd, /proc/self/mem):
+ * every one xpfo keeps open beyond one call is recorded (os_fd_own true when
+ * it is opened, false before it is closed; EMFILE for a number past 65535,
+ * which the caller closes and fails: a descriptor of xpfo's that the record
+ * does not hold would stay reachable from a locked thread).
+ * os_sandbox_files gives the calling thread a descriptor table of its own
+ * (unshare CLONE_FILES): what it closes there stays open for the other
+ * threads.  os_sandbox_close_own closes every recorded descriptor in the
+ * calling thread's table (the record stays: it is the other threads' too)
+ * but those in keep (numbers the record may hold stale: the lock's own)
+ * and returns how many numbers it closed; from then on the thread must not
+ * use any of them (a number it receives later is not xpfo's). */
+int os_fd_own(int fd, bool own);
+/* A close-on-exec AF_UNIX SOCK_SEQPACKET pair (the lock's hand-off to its
+ * executor): 0 or the errno. */
+int os_socketpair(int sv[2]);
+int os_sandbox_files(void);
+unsigned os_sandbox_close_own(const int *keep, unsigned nkeep);
 
 /* ---- secret memory and alias mappings (src/memfd.c) ------------------
  * Same contract.  os_secret_probe: can this process create memfd_secret

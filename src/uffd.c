@@ -83,6 +83,11 @@ int os_uffd_open(void)
 		errno = saved;
 		return e ? e : ENOSYS;
 	}
+	if ((e = os_fd_own(fd, true))) { /* the sandbox closes it in a locked thread */
+		close(fd);
+		errno = saved;
+		return e;
+	}
 	uffd = fd;
 	uffd_lost = 0;
 	errno = saved;
@@ -146,8 +151,10 @@ int os_uffd_fd(void)
 
 void os_uffd_forget(void)
 {
-	if (uffd >= 0)
-		close(uffd); /* the parent's: its ioctls would act on the parent */
+	if (uffd >= 0) { /* the parent's: its ioctls would act on the parent */
+		os_fd_own(uffd, false);
+		close(uffd);
+	}
 	uffd = -1;
 	reg_lo = reg_hi = 0;
 }

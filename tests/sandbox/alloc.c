@@ -97,8 +97,10 @@ static void child(int fd, int locked)
 		close(sp[1]);
 		ssize_t k = read(sp[0], rep, sizeof rep - 1);
 		rep[k > 0 ? k : 0] = 0;
-		if (!strstr(rep, "xpfo:   sandbox      0 denied; executor: "))
+		char *line = strstr(rep, "xpfo:   sandbox      0 denied; executor: ");
+		if (!line)
 			_exit(91);
+		fprintf(stderr, "%.*s\n", (int)strcspn(line, "\n"), line);
 	}
 	write(fd, &r, sizeof r);
 	_exit(0);

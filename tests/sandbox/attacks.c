@@ -642,7 +642,7 @@ static const struct acase cases[] = {
 	    "quarantined, never handed to another owner", "?" DENIED("mmap") }, 0, 0 },
 	{ "a signal handler in the locked thread reads root's block", a_locked_handler, SIGSEGV, 0,
 	  { VIOLATION }, 0, 0 },
-	{ "XPFO_LOCK_KILL", a_kill_flag, SIGSYS, 0, { DENIED("openat") }, 0, 1 },
+	{ "XPFO_LOCK_KILL", a_kill_flag, SIGKILL, 0, { DENIED("openat") }, 0, 1 },
 	{ "the reserved segments used up (lock_segments=2)", a_reservation_out, 0, 0,
 	  { "xpfo: warning: sandbox: compartment \"parser\" has used every segment reserved at its lock (lock_segments=2): its allocations fail (ENOMEM)" }, 0, 1 },
 	{ "XPFO_LOCK_KILL, executor", a_kill_flag_executor, SIGKILL, 0, { DENIED("mprotect") }, 0, 1 },

@@ -12,7 +12,10 @@ sandbox_tests = \
 	tests/sandbox/gadgets \
 	tests/sandbox/transfer \
 	tests/sandbox/rootruns \
-	tests/sandbox/lazylib
+	tests/sandbox/lazylib \
+	tests/sandbox/fds \
+	tests/sandbox/records \
+	tests/sandbox/handlers
 
 check_PROGRAMS += $(sandbox_tests)
 TESTS += $(sandbox_tests)
@@ -59,6 +62,48 @@ tests_sandbox_lazylib_CPPFLAGS = $(sandbox_cppflags)
 tests_sandbox_lazylib_CFLAGS = $(sandbox_cflags)
 tests_sandbox_lazylib_LDADD = $(sandbox_ldadd)
 tests_sandbox_lazylib_LDFLAGS = -no-install
+
+tests_sandbox_fds_SOURCES = tests/sandbox/fds.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
+tests_sandbox_fds_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_fds_CFLAGS = $(sandbox_cflags)
+tests_sandbox_fds_LDADD = $(sandbox_ldadd)
+tests_sandbox_fds_LDFLAGS = -no-install
+
+tests_sandbox_records_SOURCES = tests/sandbox/records.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
+tests_sandbox_records_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_records_CFLAGS = $(sandbox_cflags)
+tests_sandbox_records_LDADD = $(sandbox_ldadd)
+tests_sandbox_records_LDFLAGS = -no-install
+
+tests_sandbox_handlers_SOURCES = tests/sandbox/handlers.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
+tests_sandbox_handlers_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_handlers_CFLAGS = $(sandbox_cflags)
+tests_sandbox_handlers_LDADD = $(sandbox_ldadd)
+tests_sandbox_handlers_LDFLAGS = -no-install
+
+check_PROGRAMS += tests/sandbox/fds-static
+tests_sandbox_fds_static_SOURCES = tests/sandbox/fds.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
+tests_sandbox_fds_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_fds_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_fds_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_fds_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/fds-static$(EXEEXT)
+
+check_PROGRAMS += tests/sandbox/records-static
+tests_sandbox_records_static_SOURCES = tests/sandbox/records.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
+tests_sandbox_records_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_records_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_records_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_records_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/records-static$(EXEEXT)
+
+check_PROGRAMS += tests/sandbox/handlers-static
+tests_sandbox_handlers_static_SOURCES = tests/sandbox/handlers.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
+tests_sandbox_handlers_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_handlers_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_handlers_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_handlers_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/handlers-static$(EXEEXT)
 
 # The attacks in the QEMU rig (pkeys and mprotect in the guest): static,
 # with the cases that need keys (tests/qemu/local.mk's QEMU_TEST_BINARIES).
