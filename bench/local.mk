@@ -17,6 +17,7 @@ bench_xb_work_SOURCES = bench/workloads/main.c bench/workloads/xbw.h \
 	bench/workloads/hash.c bench/workloads/frag.c \
 	bench/workloads/prodcons.c bench/workloads/threadchurn.c \
 	bench/workloads/bigblock.c
+bench_xb_work_SOURCES += bench/workloads/crossmix.c
 bench_xb_work_LDADD = -lpthread
 
 # Micro benchmarks on Google Benchmark: built only by the bench targets.
