@@ -81,9 +81,22 @@ bench_xb_vm_counts_SOURCES = bench/vm/counts.c
 bench_xb_vm_counts_LDADD = libxpfo.la -lpthread
 bench_xb_vm_counts_LDFLAGS = -all-static
 EXTRA_DIST += bench/vm/run.sh
-.PHONY: bench-vm
-bench-vm: bench/xb-vm-counts$(EXEEXT)
+.PHONY: bench-vm bench-vm-counts bench-vm-ipi
+bench-vm: bench-vm-counts bench-vm-ipi
+bench-vm-counts: bench/xb-vm-counts$(EXEEXT)
 	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) $(SHELL) $(top_srcdir)/bench/vm/run.sh
+
+# bench-vm-ipi: TLB-shootdown IPIs (TLB + CAL interrupts) per 1,000
+# operations of the multi-threaded workloads under each allocator, at 2, 4
+# and 8 guest CPUs (issue 35; bench/vm/ipi.sh, bench/results/vm-ipi.md).
+# BENCH_VM_IPI_ARGS passes options, e.g. --smp "2 4" or --kernel PATH.
+EXTRA_PROGRAMS += bench/xb-vm-ipi
+bench_xb_vm_ipi_SOURCES = bench/vm/ipi.c
+bench_xb_vm_ipi_LDFLAGS = -all-static
+EXTRA_DIST += bench/vm/ipi.sh bench/vm/ipi-guest.sh bench/vm/ipi-report.py
+bench-vm-ipi: libxpfo.la bench/xb-work$(EXEEXT) bench/xb-vm-ipi$(EXEEXT)
+	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) $(SHELL) \
+		$(top_srcdir)/bench/vm/ipi.sh $(BENCH_VM_IPI_ARGS)
 
 # The example service, locked vs not vs without xpfo (the sandbox issue).
 .PHONY: bench-sandbox
