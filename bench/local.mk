@@ -48,6 +48,7 @@ EXTRA_DIST += bench/README.md bench/run.py bench/smoke.sh \
 	bench/programs/sqlite-query.sql bench/results/baseline-quick.json
 # The measured results the READMEs show.
 EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
+	bench/results/vm-before.md bench/results/vm-before.png \
 	bench/results/time_ratio.png bench/results/rss_ratio.png \
 	bench/results/micro_ratio.png bench/results/revoke_batch.png \
 	bench/results/issue37-before.md bench/results/issue37-before.json

@@ -11,6 +11,7 @@ workload, log scale."""
 import argparse
 import collections
 import os
+import re
 import subprocess
 import sys
 
@@ -31,7 +32,7 @@ def parse(path):
                     plan.append(line[4:])
             elif line.startswith("# smp="):
                 k, _, g = line[2:].partition(" guest: ")
-                guests[k] = g
+                guests[k] = re.sub(r" uptime=\S+", "", g)
             elif line and not line.startswith("#"):
                 d = dict(kv.split("=", 1) for kv in line.split())
                 runs.append(d)
@@ -108,24 +109,37 @@ def main():
     L.append("")
     L.append("## TLB + CAL interrupts per 1,000 operations")
     L.append("")
+    def mean(w, a, n):
+        c = cell.get((w, a, n))
+        return sum(d["ipik"] for d in c) / len(c) if c else None
+
+    def ratio(x, y):
+        return "%.2f" % (x / y) if x is not None and y else "–"
+
+    L.append("x glibc: the mean of the runs over glibc's mean.")
+    L.append("")
     L.append("| workload | allocator | " + " | ".join("%d CPUs" % n for n in smps)
-             + " | vs glibc at %d CPUs |" % smps[-1])
-    L.append("|---|---|" + "---:|" * (len(smps) + 1))
+             + " | " + " | ".join("x glibc, %d CPUs" % n for n in smps) + " |")
+    L.append("|---|---|" + "---:|" * (2 * len(smps)))
     for w in works:
-        g = cell.get((w, "glibc", smps[-1]))
-        gm = sum(d["ipik"] for d in g) / len(g) if g else None
         for a in allocs:
             row = [fmt_range([d["ipik"] for d in cell.get((w, a, n), [])])
                    for n in smps]
-            c = cell.get((w, a, smps[-1]))
-            if c and gm:
-                ratio = "%.2f" % (sum(d["ipik"] for d in c) / len(c) / gm)
-            else:
-                ratio = "–"
+            row += [ratio(mean(w, a, n), mean(w, "glibc", n)) for n in smps]
             name = NAMES.get(a, a)
             if a == "xpfo":
                 name = "**" + name + "**"
-            L.append("| %s | %s | %s | %s |" % (w, name, " | ".join(row), ratio))
+            L.append("| %s | %s | %s |" % (w, name, " | ".join(row)))
+    if "xpfo" in allocs and "xpfo-eager" in allocs:
+        L.append("")
+        L.append("xpfo revoke=eager over the default profile (IPIs per 1,000 "
+                 "operations, means of the runs):")
+        L.append("")
+        L.append("| workload | " + " | ".join("%d CPUs" % n for n in smps) + " |")
+        L.append("|---|" + "---:|" * len(smps))
+        for w in works:
+            L.append("| %s | %s |" % (w, " | ".join(
+                ratio(mean(w, "xpfo-eager", n), mean(w, "xpfo", n)) for n in smps)))
     L.append("")
     L.append("## Every count")
     L.append("")
@@ -175,13 +189,13 @@ def main():
                 f.write("\n\n")
     cols = 3
     rows = (len(works) + cols - 1) // cols
-    g = ["set terminal pngcairo size %d,%d font ',9'" % (420 * cols, 330 * rows + 40),
+    g = ["set terminal pngcairo size %d,%d font ',9'" % (560 * cols, 330 * rows + 40),
          "set output '%s'" % o.png,
          "set multiplot layout %d,%d title '%s'" % (rows, cols, o.title.replace("'", "")),
          "set logscale y", "set xtics (%s)" % ", ".join(str(n) for n in smps),
          "set xrange [%g:%g]" % (smps[0] - 0.5, smps[-1] + 0.5),
          "set xlabel 'guest CPUs'", "set ylabel 'IPIs per 1,000 operations'",
-         "set key top left font ',8'", "set grid"]
+         "set key outside right top font ',8'", "set grid"]
     for i, w in enumerate(works):
         plots = []
         for j, a in enumerate(allocs):
