@@ -7,9 +7,10 @@
 # binary as on the host, through the dynamic loader copied next to it (the
 # initramfs has no /lib), the allocator preloaded, under xb-vm-ipi, and
 # prints one line per run:
-#   IPI alloc=A work=W ops=N tlb=N cal=N minflt=N revoke=N grant=N status=N
-# (revoke and grant: xpfo's revoke_syscalls and grant_syscalls from
-# stats=json, "-" for the others).  Exit 1 when a run failed.
+#   IPI alloc=A work=W ops=N tlb=N cal=N minflt=N majflt=N status=N
+#       revoke=N grant=N backend=B
+# (revoke, grant, backend: xpfo's revoke_syscalls, grant_syscalls and
+# backend from stats=json, "-" for the others).  Exit 1 when a run failed.
 F=/tests/files
 ld=$F/ld-linux-x86-64.so.2
 opts=
@@ -41,12 +42,13 @@ while read -r work args; do
 		/^xbw: args=/ { for (i = 3; i < NF; i++) { if ($i == "-t") t = $(i + 1); if ($i == "-r") r = $(i + 1) } }
 		END { if (o != "") print o; else if (ob != "") print ob + m;
 		      else if (e != "" && t != "" && r != "") print e * r * t }' /tmp/ipi.out)
-	rv=- gr=-
+	rv=- gr=- be=-
 	if [ -n "$opts" ]; then
+		be=$(grep -o '"backend": "[a-z]*"' /tmp/ipi.out | sed 's/.* "//; s/"//')
 		rv=$(grep -o '"revoke_syscalls": [0-9]*' /tmp/ipi.out | sed 's/.* //')
 		gr=$(grep -o '"grant_syscalls": [0-9]*' /tmp/ipi.out | sed 's/.* //')
 	fi
 	case "$c" in *status=0) ;; *) rc=1; sed 's/^/ipi-guest: /' /tmp/ipi.out ;; esac
-	echo "IPI alloc=$ALLOC work=$work ops=${ops:-?} $c revoke=${rv:-?} grant=${gr:-?}"
+	echo "IPI alloc=$ALLOC work=$work ops=${ops:-?} $c revoke=${rv:-?} grant=${gr:-?} backend=${be:-?}"
 done <"$plan"
 exit $rc

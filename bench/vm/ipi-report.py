@@ -97,9 +97,15 @@ def main():
              "exec and exit are in every count, the same for each "
              "allocator), and the child's minor faults from wait4's rusage. "
              "Revoking and granting syscalls: xpfo's `revoke_syscalls` and "
-             "`grant_syscalls` (XPFO_OPTIONS=stats=json). Operations: "
-             "xb-work's `ops`. TCG timings mean nothing and are not "
-             "reported.")
+             "`grant_syscalls` (XPFO_OPTIONS=stats=json); xpfo's backend "
+             "in the guest: %s (`-cpu max` has PKU, the build hosts do not). "
+             "Operations: "
+             "xb-work's `ops` (larson, crossmix), else its `objects` "
+             "(+ `medium`: xmalloc, prodcons, threadchurn), for hash its "
+             "entries per round x rounds x threads. TCG timings mean "
+             "nothing and are not reported." % (", ".join(sorted(
+                 {d["backend"] for d in runs if d.get("backend", "-") != "-"}))
+                 or "not recorded"))
     L.append("")
     L.append("Workloads (xb-work arguments; the `eager:` lines are the "
              "smaller plan of xpfo revoke=eager):")
