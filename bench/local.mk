@@ -17,6 +17,7 @@ bench_xb_work_SOURCES = bench/workloads/main.c bench/workloads/xbw.h \
 	bench/workloads/hash.c bench/workloads/frag.c \
 	bench/workloads/prodcons.c bench/workloads/threadchurn.c \
 	bench/workloads/bigblock.c
+bench_xb_work_SOURCES += bench/workloads/crossmix.c
 bench_xb_work_LDADD = -lpthread
 
 # Micro benchmarks on Google Benchmark: built only by the bench targets.
@@ -47,6 +48,7 @@ EXTRA_DIST += bench/README.md bench/run.py bench/smoke.sh \
 	bench/programs/sqlite-query.sql bench/results/baseline-quick.json
 # The measured results the READMEs show.
 EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
+	bench/results/vm-before.md bench/results/vm-before.png \
 	bench/results/time_ratio.png bench/results/rss_ratio.png \
 	bench/results/micro_ratio.png bench/results/revoke_batch.png \
 	bench/results/issue37-before.md bench/results/issue37-before.json
@@ -80,9 +82,22 @@ bench_xb_vm_counts_SOURCES = bench/vm/counts.c
 bench_xb_vm_counts_LDADD = libxpfo.la -lpthread
 bench_xb_vm_counts_LDFLAGS = -all-static
 EXTRA_DIST += bench/vm/run.sh
-.PHONY: bench-vm
-bench-vm: bench/xb-vm-counts$(EXEEXT)
+.PHONY: bench-vm bench-vm-counts bench-vm-ipi
+bench-vm: bench-vm-counts bench-vm-ipi
+bench-vm-counts: bench/xb-vm-counts$(EXEEXT)
 	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) $(SHELL) $(top_srcdir)/bench/vm/run.sh
+
+# bench-vm-ipi: TLB-shootdown IPIs (TLB + CAL interrupts) per 1,000
+# operations of the multi-threaded workloads under each allocator, at 2, 4
+# and 8 guest CPUs (issue 35; bench/vm/ipi.sh, bench/results/vm-ipi.md).
+# BENCH_VM_IPI_ARGS passes options, e.g. --smp "2 4" or --kernel PATH.
+EXTRA_PROGRAMS += bench/xb-vm-ipi
+bench_xb_vm_ipi_SOURCES = bench/vm/ipi.c
+bench_xb_vm_ipi_LDFLAGS = -all-static
+EXTRA_DIST += bench/vm/ipi.sh bench/vm/ipi-guest.sh bench/vm/ipi-report.py
+bench-vm-ipi: libxpfo.la bench/xb-work$(EXEEXT) bench/xb-vm-ipi$(EXEEXT)
+	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) $(SHELL) \
+		$(top_srcdir)/bench/vm/ipi.sh $(BENCH_VM_IPI_ARGS)
 
 # The example service, locked vs not vs without xpfo (the sandbox issue).
 .PHONY: bench-sandbox

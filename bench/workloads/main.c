@@ -20,7 +20,7 @@
 
 static const struct xbw_workload *const workloads[] = {
 	&xbw_larson, &xbw_xmalloc, &xbw_scratch, &xbw_tree, &xbw_hash, &xbw_frag,
-	&xbw_prodcons, &xbw_threadchurn, &xbw_bigblock,
+	&xbw_prodcons, &xbw_threadchurn, &xbw_bigblock, &xbw_crossmix,
 };
 #define NWORK (sizeof workloads / sizeof workloads[0])
 

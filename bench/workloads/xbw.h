@@ -35,6 +35,7 @@ struct xbw_workload {
 
 extern const struct xbw_workload xbw_larson, xbw_xmalloc, xbw_scratch,
 	xbw_tree, xbw_hash, xbw_frag, xbw_prodcons, xbw_threadchurn, xbw_bigblock;
+extern const struct xbw_workload xbw_crossmix;
 
 /* splitmix64 */
 static inline uint64_t xbw_rand(uint64_t *s)

@@ -27,6 +27,7 @@
 #                      $XPFO_QEMU_TIMEOUT)
 #   --test-timeout SEC limit for each test inside the guest (default 120)
 #   --keep-log PATH    keep the guest's console log at PATH
+#   --smp N            guest CPUs (default 2)
 #   --cpu MODEL        QEMU's -cpu (default max; a model without PKU, e.g.
 #                      qemu64, shows that the rig then fails)
 #   --fetch            only make sure the kernel is cached, then exit
@@ -66,6 +67,7 @@ timeout_s=${XPFO_QEMU_TIMEOUT:-300}
 test_timeout=120
 keep=
 cpu=max
+smp=2
 fetch_only=0
 tests=
 
@@ -76,7 +78,7 @@ add() { eval "$1=\${$1}\${$1:+\"\$nl\"}\$2"; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--kernel|--append|--env|--variant|--test-variant|--test-args|--file|--prefix|--timeout|--test-timeout|--keep-log|--cpu)
+	--kernel|--append|--env|--variant|--test-variant|--test-args|--file|--prefix|--timeout|--test-timeout|--keep-log|--cpu|--smp)
 		[ $# -ge 2 ] || die "$1 needs an argument"
 		case $1 in
 		--kernel) kernel=$2 ;;
@@ -112,6 +114,7 @@ while [ $# -gt 0 ]; do
 		--test-timeout) test_timeout=$2 ;;
 		--keep-log) keep=$2 ;;
 		--cpu) cpu=$2 ;;
+		--smp) smp=$2 ;;
 		esac
 		shift 2 ;;
 	--fetch) fetch_only=1; shift ;;
@@ -125,6 +128,7 @@ for t in "$@"; do add tests "$t"; done
 for v in "$timeout_s" "$test_timeout"; do
 	case $v in ''|*[!0-9]*|0) die "bad number of seconds: '$v'" ;; esac
 done
+case $smp in ''|*[!0-9]*|0) die "--smp: bad number of CPUs: '$smp'" ;; esac
 [ $fetch_only = 1 ] || [ -n "$tests" ] || die "no TEST given (see --help)"
 
 qemu=${QEMU:-qemu-system-x86_64}
@@ -343,7 +347,7 @@ console=$work/console.log
 results=$work/results.log
 start=$(date +%s)
 set +e
-timeout "$timeout_s" "$qemu" -cpu "$cpu" -smp 2,sockets=2,cores=1,threads=1 -m 1G \
+timeout "$timeout_s" "$qemu" -cpu "$cpu" -smp $smp,sockets=$smp,cores=1,threads=1 -m 1G \
 	-nographic -no-reboot -nic none \
 	-serial mon:stdio -serial file:"$results.raw" \
 	-kernel "$kernel" -initrd "$work/initrd.gz" \

@@ -1,0 +1,54 @@
+#!/bin/sh
+# bench/vm/ipi-guest.sh: the guest side of bench/vm/ipi.sh (a test for
+# tests/qemu/run.sh, run once per allocator: ALLOC=glibc, jemalloc,
+# mimalloc, xpfo, xpfo-light, xpfo-eager).  Runs every line of
+# /tests/files/ipi-plan ("WORKLOAD ARGS...", ipi-plan-eager for
+# xpfo-eager when present) with xb-work, the same dynamic
+# binary as on the host, through the dynamic loader copied next to it (the
+# initramfs has no /lib), the allocator preloaded, under xb-vm-ipi, and
+# prints one line per run:
+#   IPI alloc=A work=W ops=N tlb=N cal=N minflt=N majflt=N status=N
+#       revoke=N grant=N backend=B
+# (revoke, grant, backend: xpfo's revoke_syscalls, grant_syscalls and
+# backend from stats=json, "-" for the others).  Exit 1 when a run failed.
+F=/tests/files
+ld=$F/ld-linux-x86-64.so.2
+opts=
+case ${ALLOC:-} in
+glibc) pre= ;;
+jemalloc) pre=$F/libjemalloc.so.2 ;;
+mimalloc) pre=$F/libmimalloc.so.2 ;;
+xpfo) pre=$F/libxpfo.so.0; opts=stats=json ;;
+xpfo-light) pre=$F/libxpfo.so.0; opts=profile=light,stats=json ;;
+xpfo-eager) pre=$F/libxpfo.so.0; opts=revoke=eager,stats=json ;;
+*) echo "ipi-guest: unknown ALLOC '${ALLOC:-}'"; exit 99 ;;
+esac
+[ -z "$pre" ] || [ -r "$pre" ] || { echo "ipi-guest: $pre is missing"; exit 99; }
+plan=$F/ipi-plan
+# revoke=eager is far slower under TCG: it has a smaller plan of its own
+[ "$ALLOC" != xpfo-eager ] || [ ! -r $F/ipi-plan-eager ] || plan=$F/ipi-plan-eager
+rc=0
+while read -r work args; do
+	[ -n "$work" ] || continue
+	# $args: split at spaces on purpose
+	LD_PRELOAD=$pre XPFO_OPTIONS=$opts xb-vm-ipi "$ld" --library-path "$F" \
+		"$F/xb-work" "$work" $args </dev/null >/tmp/ipi.out 2>&1
+	c=$(sed -n 's/^xb-vm-ipi: //p' /tmp/ipi.out)
+	# operations: xb-work's ops (larson, crossmix), else its objects
+	# (+ medium blocks: xmalloc, prodcons, threadchurn), else hash's
+	# entries per round x rounds x threads
+	ops=$(awk -F'[= ]' '/^xbw: ops=/ { o = $3 } /^xbw: objects=/ { ob = $3 }
+		/^xbw: medium=/ { m = $3 } /^xbw: entries_per_round=/ { e = $3 }
+		/^xbw: args=/ { for (i = 3; i < NF; i++) { if ($i == "-t") t = $(i + 1); if ($i == "-r") r = $(i + 1) } }
+		END { if (o != "") print o; else if (ob != "") print ob + m;
+		      else if (e != "" && t != "" && r != "") print e * r * t }' /tmp/ipi.out)
+	rv=- gr=- be=-
+	if [ -n "$opts" ]; then
+		be=$(grep -o '"backend": "[a-z]*"' /tmp/ipi.out | sed 's/.* "//; s/"//')
+		rv=$(grep -o '"revoke_syscalls": [0-9]*' /tmp/ipi.out | sed 's/.* //')
+		gr=$(grep -o '"grant_syscalls": [0-9]*' /tmp/ipi.out | sed 's/.* //')
+	fi
+	case "$c" in *status=0) ;; *) rc=1; sed 's/^/ipi-guest: /' /tmp/ipi.out ;; esac
+	echo "IPI alloc=$ALLOC work=$work ops=${ops:-?} $c revoke=${rv:-?} grant=${gr:-?} backend=${be:-?}"
+done <"$plan"
+exit $rc
