@@ -83,6 +83,35 @@ static const char *site_kind(const unsigned char *at)
 	return at[1] == 0x01 ? "WRPKRU" : (at[2] & 0xf8) == 0xd0 ? "WRFSBASE" : "XRSTOR";
 }
 
+/* glibc's pkey_set writes whatever rights its caller passes: the one
+ * WRPKRU of libc.so.6 (2.36), so of every dynamically linked program.  On
+ * the pkeys backend xpfo holds every key of the process, so the lock turns
+ * that WRPKRU into UD2 (0f 0b): a call to pkey_set afterwards traps
+ * (SIGILL) instead of opening keys.  The bytes are written through
+ * /proc/self/mem, which gives the process a private copy of the page and
+ * leaves its protection (r-x) as it was; fork children inherit the copy.
+ * A weak reference: a static program that never calls pkey_set has none
+ * (NULL), and the range is then empty. */
+extern int pkey_set(int key, unsigned int rights) __attribute__((weak));
+#define PKEY_SET_BYTES 128 /* glibc 2.36's is 0x60 bytes long */
+
+static bool in_pkey_set(uintptr_t a)
+{
+	uintptr_t f = (uintptr_t)&pkey_set;
+	return f && a >= f && a - f < PKEY_SET_BYTES;
+}
+
+/* The WRPKRU at `at` made a trap; the bytes read back to be sure.  0 or
+ * the errno (EIO: the write did not take). */
+static int disable_site(unsigned char *at)
+{
+	static const unsigned char ud2[2] = {0x0f, 0x0b};
+	int e = os_mem_write(at, ud2, sizeof ud2);
+	if (!e && (((volatile unsigned char *)at)[0] != 0x0f || ((volatile unsigned char *)at)[1] != 0x0b))
+		e = EIO;
+	return e;
+}
+
 /* xpfo's gate: the section pkeys_write lives in (alloc/pkeys.c). */
 extern const char __start_xpfo_gate[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_xpfo_gate[] __attribute__((weak, visibility("hidden")));
@@ -117,9 +146,17 @@ static int check_line(const char *l, size_t len)
 			xpfo_warn("sandbox: lock refused: more than 64 sites in a mapping");
 			return EPERM;
 		}
-		if (in_gate(lo + offs[k]) ||
-		    site_safe((const unsigned char *)lo, (const unsigned char *)lo + offs[k]))
+		unsigned char *at = (unsigned char *)lo + offs[k];
+		if (in_gate(lo + offs[k]) || site_safe((const unsigned char *)lo, at))
 			continue;
+		if (at[1] == 0x01 && in_pkey_set(lo + offs[k])) {
+			int e = disable_site(at);
+			if (!e)
+				continue;
+			xpfo_warn("sandbox: lock refused: the WRPKRU of pkey_set (%p) could not be "
+				  "disabled (errno %d: /proc/self/mem)", (void *)at, e);
+			return EPERM;
+		}
 		char nm[128];
 		fmt_str(nm, sizeof nm, "%s", name ? name : "[anonymous]");
 		if (name && nlen < sizeof nm)

@@ -573,6 +573,17 @@ static int a_planted_wrpkru(void *arg)
 	return !(xpfo_lock_thread(c, 0) == -1 && errno == EPERM);
 }
 
+/* pkeys: glibc's pkey_set writes any rights its caller passes; after the
+ * lock it traps (SIGILL), before opening a key (src/gadgets.c). */
+static int a_pkey_set(void *arg)
+{
+	setup(0);
+	for (int k = 1; k < 16; k++)
+		pkey_set(k, 0);
+	leak(secret_run, sizeof SECRET);
+	return 1;
+}
+
 #ifdef SANDBOX_STATIC
 /* pkeys, static build: a ROP chain jumps into xpfo's gate with a register
  * value that opens every key; the gate's check ends the process. */
@@ -648,6 +659,7 @@ static const struct acase cases[] = {
 	{ "XPFO_LOCK_KILL, executor", a_kill_flag_executor, SIGKILL, 0, { DENIED("mprotect") }, 0, 1 },
 	{ "WRPKRU in an executable mapping", a_planted_wrpkru, 0, 0,
 	  { "xpfo: warning: sandbox: lock refused: WRPKRU at offset 0x64 of [anonymous] (0x*)" }, 1, 1 },
+	{ "glibc's pkey_set opening every key", a_pkey_set, SIGILL, 0, { NULL }, 1, 1 },
 #ifdef SANDBOX_STATIC
 	{ "a jump into xpfo's gate", a_gate_jump, SIGABRT, 0,
 	  { "xpfo: fatal: sandbox: the rights register of locked thread * opens a key it may not hold (a jump into xpfo's gate?)" }, 1, 1 },
