@@ -187,7 +187,9 @@ void meta_free(void *p, size_t size)
 	if (bin >= POOL_BINS) {
 		uintptr_t lo, hi;
 		big_pages(p, size, &lo, &hi);
-		clean = hi > lo && !os_purge((void *)lo, hi - lo);
+		/* a locked thread's filter refuses madvise on the metadata
+		 * (and reports it): its block is cleared when taken again */
+		clean = hi > lo && !os_thread_locked() && !os_purge((void *)lo, hi - lo);
 	}
 	pthread_mutex_lock(&pool_lock);
 	if (bin >= POOL_BINS) {
