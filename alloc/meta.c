@@ -44,12 +44,22 @@ static void *pool_free[POOL_BINS];
 struct big_free {
 	struct big_free *next;
 	size_t size;
-	bool clean; /* its whole pages past this header were purged: zero */
+	bool clean;    /* its whole pages past this header were purged: zero */
+	bool resident; /* kept resident on purpose: counted in pool_big_resident */
 };
 
+/* Freed big blocks kept resident rather than purged: the next thread takes
+ * one and clears it (about 130 KiB of memset, a few microseconds), where a
+ * purge at every thread exit is a madvise and a TLB shootdown on every CPU
+ * the process runs on, and the next thread faults the pages in again.
+ * Eight thread states: about 1 MiB held at most. */
+#define META_KEEP_RESIDENT 8
+static unsigned pool_big_resident; /* pool_lock */
+
 /* The whole pages of a big block [p, p + size) past its free header: purged
- * when it is freed, so a thread state's gather (most of its 130 KiB) is not
- * kept resident, nor cleared again, by the next thread that takes it. */
+ * when it is freed past META_KEEP_RESIDENT, so a thread state's gather (most
+ * of its 130 KiB) is not kept resident, nor cleared again, by the next
+ * thread that takes it. */
 static void big_pages(const void *p, size_t size, uintptr_t *lo, uintptr_t *hi)
 {
 	*lo = align_up((uintptr_t)p + sizeof(struct big_free), PAGE_SIZE);
@@ -154,6 +164,7 @@ void *meta_alloc(size_t size)
 		pool_free[bin] = *(void **)r;
 	} else if (bin >= POOL_BINS && (r = big_take(size))) {
 		clean = ((struct big_free *)r)->clean;
+		pool_big_resident -= ((struct big_free *)r)->resident;
 	} else if ((size_t)(pool_end - pool_cur) >= size) {
 		r = pool_cur;
 		pool_cur += size;
@@ -183,8 +194,14 @@ void meta_free(void *p, size_t size)
 	size = align_up(size, 64);
 	size_t bin = size / 64;
 	stat_sub(metadata_bytes, size);
-	bool clean = false;
+	bool clean = false, keep = false;
 	if (bin >= POOL_BINS) {
+		pthread_mutex_lock(&pool_lock);
+		keep = pool_big_resident < META_KEEP_RESIDENT;
+		pool_big_resident += keep;
+		pthread_mutex_unlock(&pool_lock);
+	}
+	if (bin >= POOL_BINS && !keep) {
 		uintptr_t lo, hi;
 		big_pages(p, size, &lo, &hi);
 		/* a locked thread's filter refuses madvise on the metadata
@@ -195,6 +212,7 @@ void meta_free(void *p, size_t size)
 	if (bin >= POOL_BINS) {
 		struct big_free *b = p;
 		b->clean = clean;
+		b->resident = keep;
 		b->size = size;
 		b->next = pool_big;
 		pool_big = b;
