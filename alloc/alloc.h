@@ -308,6 +308,10 @@ void pages_release(const struct range *r, unsigned n);
 struct range;
 size_t pages_take_after(uintptr_t addr, size_t npages, size_t min_npages, size_t max_npages,
 			bool guard, struct range *r);
+/* pkeys, release=uffd: carved segment s of c gets key over all of it, once
+ * (c->lock held; 0, -1: not done, or an errno). */
+struct segment;
+int pages_key_segment(struct xpfo_compartment *c, struct segment *s, int key);
 /* Count pages [addr, +npages) that were clean and mark them dirty. */
 void pages_mark_used(uintptr_t addr, size_t npages);
 void pages_purge_all(void);              /* release every retained free page */

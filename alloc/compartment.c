@@ -88,6 +88,7 @@ struct spans {
 	uintptr_t start, end;
 	bool queued;               /* the open span holds queued pages */
 	bool closing, purge;       /* a close; release the frames if it fails */
+	bool whole;                /* pkeys: a key given to a compartment (walk_segment) */
 	enum os_prot prot;
 	int key;
 	uint64_t calls, pages;
@@ -166,6 +167,12 @@ static void walk_segment(struct spans *sp, struct segment *s, uint16_t id, unsig
 	 * to this compartment, and closing them is never unsafe): a
 	 * compartment's segment stays one VMA, open or closed */
 	unsigned more = !uffd_release_on() ? 0 : sp->closing ? OW_GUARD | OW_FREE : OW_GUARD;
+	/* pkeys: a key given back (comp_retag) takes the clean free pages
+	 * along too (missing, watched, and the key is only c's threads'),
+	 * under pages_lock: so a re-keyed segment is one VMA again, as
+	 * pages_key_segment made it */
+	if (more && sp->whole)
+		more |= OW_CLEAN;
 	owner_walk(s, id, what | more, span_of_owner, sp);
 }
 
@@ -211,6 +218,7 @@ static uint64_t comp_walk_what(struct xpfo_compartment *c, unsigned what, bool c
 	sp.purge = c != &comp_root; /* root's data cannot go: comp_set_access */
 	sp.prot = prot;
 	sp.key = key;
+	sp.whole = prot == OS_RW && key > 0 && key == pkeys_comp_key(c);
 	sp.v = sp.local;
 	sp.cap = SPANS_LOCAL;
 	pthread_mutex_lock(&pages_lock);

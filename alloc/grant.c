@@ -84,13 +84,35 @@ static int grant_key(struct xpfo_compartment *c)
 	return c->open ? key_plain() : KEY_CLOSED;
 }
 
+/* pkeys, release=uffd: a grant to keyed compartment c in a segment it
+ * carved and has not yet given its key whole gives it all of it in one
+ * call (pages.c pages_key_segment): its guard and free pages missing,
+ * watched, the segment one VMA.  True when done, the grant included. */
+static bool grant_whole_segment(struct xpfo_compartment *c, uintptr_t addr, size_t len, int key)
+{
+	struct segment *s = seg_of(addr);
+	uintptr_t base = seg_addr(s);
+	if (c == &comp_root || key <= 0 || key != pkeys_comp_key(c) ||
+	    !__atomic_load_n(&s->unkeyed, __ATOMIC_RELAXED) ||
+	    !uffd_release_on() || secret_comp(c) || addr + len > base + SEG_SIZE ||
+	    backing_special(base, SEG_SIZE))
+		return false;
+	if (pages_key_segment(c, s, key))
+		return false;
+	stat_inc(grant_syscalls);
+	count_regrant(c->id, addr, len);
+	return true;
+}
+
 /* c->lock held (unless c is root). */
 int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
 	int key = grant_key(c);
-	return key == KEY_CLOSED ? 0 : grant_now(c->id, addr, len, key);
+	if (key == KEY_CLOSED || grant_whole_segment(c, addr, len, key))
+		return 0;
+	return grant_now(c->id, addr, len, key);
 }
 
 /* Under release=guard any free page of root's segments may carry guard

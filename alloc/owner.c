@@ -420,15 +420,18 @@ void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn,
 		uint32_t e = p < hwm ? __atomic_load_n(pw(s, p), __ATOMIC_RELAXED) : 0;
 		unsigned type = p < SEG_PAGES ? type_at(s, p, e) : PG_FREE;
 		/* a free page's aux is a flush serial: it is the segment's */
+		bool clean = p < SEG_PAGES && type == PG_FREE &&
+			     (what & (OW_FREE | OW_CLEAN)) == OW_CLEAN &&
+			     (ld(&s->clean_map[p / 64]) >> (p % 64) & 1);
 		bool in = p < SEG_PAGES && (type == PG_FREE
-				? (what & OW_FREE) && s->owner == id
+				? ((what & OW_FREE) || clean) && s->owner == id
 				: selected(type, what) && (id == OWNER_ANY ||
 							   __atomic_load_n(aw(s, p), __ATOMIC_RELAXED) == id));
 		if (in && !n)
 			start = p;
 		if (in) {
 			n++;
-			pending |= type == PG_PENDING;
+			pending |= type == PG_PENDING || clean;
 			continue;
 		}
 		if (n)
@@ -436,6 +439,17 @@ void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn,
 		n = 0;
 		pending = false;
 	}
+}
+
+bool owner_only(struct segment *s, uint16_t id)
+{
+	for (size_t p = 0, hwm = ents_hwm(s); p < hwm; p++) {
+		unsigned t = type_at(s, p, *pw(s, p));
+		if (t != PG_FREE && (!selected(t, OW_LIVE | OW_GUARD) ||
+				     __atomic_load_n(aw(s, p), __ATOMIC_RELAXED) != id))
+			return false;
+	}
+	return true;
 }
 
 void owner_census(struct segment *s, uint16_t id, size_t *mine, size_t *foreign,

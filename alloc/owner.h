@@ -83,6 +83,7 @@ struct segment {
 	uint8_t kind;        /* enum seg_kind */
 	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
 	uint8_t tag;         /* class + 1 of its slabs, TAG_LARGE + 1, or 0: never carved */
+	uint8_t unkeyed;     /* carved, not yet given its owner's key whole (pages_key_segment) */
 	uint16_t rsv;        /* reserved for this compartment (xpfo_lock_thread), or 0 */
 	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
 	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
@@ -182,6 +183,9 @@ enum owner_walk_what {
 	OW_PENDING = 2, /* queued for revocation */
 	OW_GUARD = 4,   /* guard pages */
 	OW_FREE = 8,    /* free pages of a segment the compartment carved */
+	OW_CLEAN = 16,  /* those of them known clean (not resident), reported
+			 * as pending: they may change hands once pages_lock
+			 * drops, so a walk changes them under it */
 };
 /* Calls fn(addr, npages, pending, arg) for each span of pages of carved
  * segment s that compartment id owns and `what` selects; consecutive pages
@@ -190,6 +194,9 @@ enum owner_walk_what {
 #define OWNER_ANY 0xffffu
 typedef void (*owner_span_fn)(uintptr_t addr, size_t npages, bool pending, void *arg);
 void owner_walk(struct segment *s, uint16_t id, unsigned what, owner_span_fn fn, void *arg);
+/* pages_lock held: is every page of carved segment s that is not free a
+ * live or guard page of id (none queued, quarantined or another's)? */
+bool owner_only(struct segment *s, uint16_t id);
 /* Pages of s not free: those of id (and quarantined ones) in *mine, other
  * owners' in *foreign; calls slab_head(addr, slab id, arg) for each page
  * of id's that starts a slab. */

@@ -306,8 +306,31 @@ static void seg_init_pages(struct xpfo_compartment *c, struct segment *s, unsign
 	memset(s->free_map, 0xff, sizeof s->free_map);
 	memset(s->clean_map, 0xff, sizeof s->clean_map);
 	memset(s->open_map, 0, sizeof s->open_map);
+	__atomic_store_n(&s->unkeyed, 1, __ATOMIC_RELAXED);
 	owner_reset(s);
 	seg_list_add(c, s);
+}
+
+/* pkeys, release=uffd (grant.c): carved segment s, which c carved and has
+ * not yet given its key whole, gets it in one call (read-write), if
+ * nothing in it but c's live and guard pages and clean free pages: those
+ * are missing, watched (a touch by c's threads is reported, and no other
+ * thread has the key), so the segment is one VMA, not one per boundary
+ * between its granted runs and its guard and free pages (nothing closes a
+ * keyed compartment to merge them again, as the mprotect backend's close
+ * does).  Under pages_lock: a free page taken meanwhile by a run of
+ * another owner growing in place (pages_take_after) would get c's key
+ * after its own.  Tried once per carve.  0, -1 (not done) or an errno. */
+int pages_key_segment(struct xpfo_compartment *c, struct segment *s, int key)
+{
+	int e = -1;
+	pthread_mutex_lock(&pages_lock);
+	if (s->unkeyed && s->kind == SEG_PAGES_K && !s->releasing && s->owner == c->id &&
+	    !memcmp(s->free_map, s->clean_map, sizeof s->free_map) && owner_only(s, c->id))
+		e = os_protect_key((void *)seg_addr(s), SEG_SIZE, OS_RW, key);
+	__atomic_store_n(&s->unkeyed, 0, __ATOMIC_RELAXED); /* grant.c reads it unlocked */
+	pthread_mutex_unlock(&pages_lock);
+	return e;
 }
 
 /* The open guard-marked pages among [i, i+n) of s leave the open map; the

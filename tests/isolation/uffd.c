@@ -19,7 +19,9 @@
  *     protects its free pages with mprotect: the same stale read is still
  *     reported (by the protection fault).
  *   vmabudget: tests/isolation/vmabudget with release=uffd and a limit of
- *     200 VMAs for its 16 compartments x 1,000,000 objects.
+ *     200 VMAs for its 16 compartments x 1,000,000 objects (on pkeys 200
+ *     plus two per segment in use: each keyed compartment's segment is a
+ *     VMA of its own, with its key; vmabudget's obj_vma_limit).
  *   idle: the default (release=auto) far from the VMA budget: 2,000 page
  *     runs and 20,000 small blocks allocated and freed, and not one
  *     userfaultfd call (uffd_syscalls 0, uffd_armed 0): auto arms only when
