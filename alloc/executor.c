@@ -19,16 +19,9 @@
 #include "sandbox.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 #ifdef HAVE_SECCOMP_H
 #include <linux/seccomp.h>
@@ -118,9 +111,8 @@ static void pending_confirm(struct executor *x, size_t i0, size_t i1)
 		if (x->state[i] != PS_PENDING)
 			continue;
 		size_t n = i1 - i < 64 ? i1 - i : 64;
-		off_t off = (off_t)((x->hb >> PAGE_SHIFT) + i) * 8;
-		bool read = x->pagemap >= 0 && !x->secret &&
-			    pread(x->pagemap, e, n * 8, off) == (ssize_t)(n * 8);
+		uint64_t off = (uint64_t)((x->hb >> PAGE_SHIFT) + i) * 8;
+		bool read = x->pagemap >= 0 && !x->secret && !os_executor_pread(x->pagemap, e, n * 8, off);
 		__atomic_add_fetch(&sandbox_shared->pagemap_reads, 1, __ATOMIC_RELAXED);
 		for (size_t k = 0; k < n; k++, i++)
 			if (x->state[i] == PS_PENDING)
@@ -312,6 +304,24 @@ static int decide(struct executor *x, const struct seccomp_data *d)
 	return -1;
 }
 
+/* The answer.  A failure but ENOENT (the call was interrupted, or its
+ * thread is gone: nothing waits) is tried again: the locked thread waits
+ * in its call until it is answered.  If it never can be, the process
+ * ends rather than hang. */
+static void respond(struct executor *x, int lfd, struct seccomp_notif_resp *resp)
+{
+	int e = 0;
+	for (int i = 0; i < 100; i++) {
+		e = os_executor_notif_send(lfd, resp);
+		if (!e || e == ENOENT)
+			return;
+		os_yield();
+	}
+	xpfo_warn("sandbox: the executor cannot answer the locked thread (errno %d): the process ends",
+		  (long)e);
+	os_executor_kill(x->target);
+}
+
 static void answer(struct executor *x, int lfd, struct seccomp_notif *req)
 {
 	int v = decide(x, &req->data);
@@ -329,77 +339,68 @@ static void answer(struct executor *x, int lfd, struct seccomp_notif *req)
 		resp.error = -EPERM;
 		sandbox_report(req->data.nr, req->pid, x->name, x->reported);
 		if (x->flags & XPFO_LOCK_KILL)
-			kill(x->target, SIGKILL);
+			os_executor_kill(x->target); /* fails only once the process is gone */
 	}
-	ioctl(lfd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	respond(x, lfd, &resp);
 }
 
 static _Noreturn void serve(struct executor *x, int lfd)
 {
 	struct seccomp_notif req;
 	for (;;) {
-		struct pollfd p = { lfd, POLLIN, 0 };
-		if (poll(&p, 1, -1) < 0)
+		bool gone = false;
+		if (os_executor_wait(lfd, &gone))
 			continue;
-		if (!(p.revents & POLLIN))
+		if (gone)
 			break; /* every locked thread is gone */
 		memset(&req, 0, sizeof req);
-		if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
+		if (os_executor_notif_recv(lfd, &req))
 			continue; /* EINTR, or the caller died meanwhile (ENOENT) */
 		answer(x, lfd, &req);
 	}
-	syscall(SYS_exit_group, 0);
-	__builtin_unreachable();
+	os_exit_group(0);
 }
 
-static int recv_fd(int sock)
+/* Nothing of the service's: its descriptors are not the executor's, but
+ * for the listener and the userfaultfd, which fills what a grant lets
+ * open.  A failure leaves some open in the executor only, which never
+ * uses them. */
+static void close_others(int lfd)
 {
-	char byte;
-	struct iovec io = { &byte, 1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof u.buf };
-	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	if (!c || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	int fd;
-	memcpy(&fd, CMSG_DATA(c), sizeof fd);
-	return write(sock, &byte, 1) == 1 ? fd : -1;
-}
-
-static _Noreturn void executor_main(struct executor *x, int sock)
-{
-	/* without the death signal an executor could outlive its process */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != x->target)
-		syscall(SYS_exit_group, 1);
-	size_t npages = (x->he - x->hb) >> PAGE_SHIFT;
-	void *st = mmap(NULL, npages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-			-1, 0);
-	int lfd = st == MAP_FAILED ? -1 : recv_fd(sock);
-	if (lfd < 0) {
-		xpfo_warn("sandbox: the executor could not start: the locked thread's memory calls fail");
-		syscall(SYS_exit_group, 1);
-	}
-	x->state = st;
-	close(sock);
-	/* nothing of the service's: its descriptors are not the executor's,
-	 * but for the userfaultfd, which fills what a grant lets open */
 	int ufd = os_uffd_fd(), lo = lfd < ufd ? lfd : ufd, hi = lfd < ufd ? ufd : lfd;
 	if (lo < 0)
 		lo = hi;
 	if (lo > 3)
-		syscall(SYS_close_range, 3, lo - 1, 0);
+		os_executor_close_range(3, (unsigned)lo - 1);
 	if (hi > lo + 1)
-		syscall(SYS_close_range, lo + 1, hi - 1, 0);
-	syscall(SYS_close_range, hi + 1, ~0u, 0);
-	char path[48];
-	fmt_str(path, sizeof path, "/proc/%d/pagemap", (long)x->target);
-	x->pagemap = open(path, O_RDONLY | O_CLOEXEC); /* -1: pending pages stay stale */
+		os_executor_close_range((unsigned)lo + 1, (unsigned)hi - 1);
+	os_executor_close_range((unsigned)hi + 1, ~0u);
+}
+
+static _Noreturn void executor_main(struct executor *x, int sock)
+{
+	size_t npages = (x->he - x->hb) >> PAGE_SHIFT;
+	void *st = NULL;
+	/* without the death signal an executor could outlive its process */
+	int e = os_executor_start(x->target);
+	if (!e)
+		e = os_executor_map(npages, &st);
+	/* the lock learns it before it loads its filter, and undoes itself */
+	if (os_executor_ready(sock, e) || e)
+		os_exit_group(1);
+	int lfd;
+	if ((e = os_executor_take(sock, &lfd))) {
+		if (e != EPIPE) /* EPIPE: the lock gave up before its filter */
+			xpfo_warn("sandbox: the executor could not take the locked thread's "
+				  "listener (errno %d)",
+				  (long)e);
+		os_exit_group(1);
+	}
+	x->state = st;
+	os_sandbox_close(sock);
+	close_others(lfd);
+	if (os_executor_pagemap(x->target, &x->pagemap))
+		x->pagemap = -1; /* pending pages stay stale */
 	serve(x, lfd);
 }
 
@@ -407,7 +408,7 @@ pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2])
 {
 	static struct executor x; /* the child's copy is its own */
 	memset(&x, 0, sizeof x);
-	x.target = getpid();
+	x.target = os_getpid();
 	x.id = c->id;
 	x.key = pkeys_comp_key(c);
 	x.flags = flags;
@@ -424,15 +425,15 @@ pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2])
 	fmt_str(x.name, sizeof x.name, "%s", c->pub_name);
 	/* a consistent copy: no run changes hands while it is taken */
 	pthread_mutex_lock(&pages_lock);
-	long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0, 0, 0, 0);
-	if (pid == 0) {
-		close(sv[0]);
+	long pid;
+	int e = os_sandbox_clone(&pid);
+	if (!e && pid == 0) {
+		os_sandbox_close(sv[0]);
 		executor_main(&x, sv[1]);
 	}
-	int e = errno;
 	pthread_mutex_unlock(&pages_lock);
-	close(sv[1]);
-	return pid < 0 ? -e : (pid_t)pid;
+	os_sandbox_close(sv[1]);
+	return e ? -e : (pid_t)pid;
 }
 #else
 pid_t executor_start(struct xpfo_compartment *c, unsigned flags, int sv[2])

@@ -28,17 +28,11 @@
 #include "sandbox.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <ucontext.h>
-#include <unistd.h>
 
 #ifdef HAVE_SECCOMP_H
 #include <linux/filter.h>
@@ -278,52 +272,52 @@ static int add_rules(const struct sc_lib *l, scmp_filter_ctx f)
 	for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
 		e |= l->rule_add(f, SCMP_ACT_ALLOW, allowed[i], 0);
 	/* signals to itself only (abort, the fault handler's re-raise) */
-	uint64_t pid = (uint64_t)getpid();
+	uint64_t pid = (uint64_t)os_getpid();
 	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
 	e |= l->rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, pid));
 	return e | add_signal_rules(l, f) | add_memory_rules(l, f);
 }
 
+/* libseccomp's program into out through a pipe: *n instructions.  0, or
+ * the pipe's errno, or ENOSYS (libseccomp refused, or the program does not
+ * fit). */
+static int filter_export(const struct sc_lib *l, scmp_filter_ctx f, struct sock_filter *out,
+			 size_t max, size_t *n)
+{
+	int p[2], e = os_sandbox_pipe(p);
+	if (e)
+		return e;
+	size_t got = 0;
+	e = l->export_bpf(f, p[1]) ? ENOSYS : 0;
+	os_sandbox_close(p[1]);
+	if (!e)
+		e = os_sandbox_read(p[0], out, max * sizeof *out, &got);
+	os_sandbox_close(p[0]);
+	if (!e && (got == 0 || got >= max * sizeof *out || got % sizeof *out))
+		e = ENOSYS;
+	*n = e ? 0 : got / sizeof *out;
+	return e;
+}
+
 /* The filter as a BPF program, built before the executor starts (building
  * allocates; nothing may be granted between the executor's copy of the
- * tables and the filter).  Returns the number of instructions, 0 on error. */
-static size_t filter_build(struct sock_filter *out, size_t max)
+ * tables and the filter).  0 and *n instructions, or an errno (ENOSYS:
+ * libseccomp could not make it). */
+static int filter_build(struct sock_filter *out, size_t max, size_t *n)
 {
 	struct sc_lib l;
+	*n = 0;
 	if (sc_open(&l))
-		return 0;
+		return ENOSYS;
 	scmp_filter_ctx f = l.api_get() >= 6 ? l.init(SCMP_ACT_NOTIFY) : NULL;
 	if (!f) {
 		sc_close(&l);
-		return 0;
+		return ENOSYS;
 	}
-	size_t n = 0;
-	int p[2];
-	if (!add_rules(&l, f) && !pipe2(p, O_CLOEXEC)) {
-		if (!l.export_bpf(f, p[1])) {
-			close(p[1]);
-			p[1] = -1;
-			ssize_t r = read(p[0], out, max * sizeof *out);
-			if (r > 0 && (size_t)r < max * sizeof *out && r % sizeof *out == 0)
-				n = (size_t)r / sizeof *out;
-		}
-		close(p[0]);
-		if (p[1] >= 0)
-			close(p[1]);
-	}
+	int e = add_rules(&l, f) ? ENOSYS : filter_export(&l, f, out, max, n);
 	l.release(f);
 	sc_close(&l);
-	return n;
-}
-
-/* Load it (no allocation): returns the notification descriptor or -errno. */
-static int filter_load(struct sock_filter *prog, size_t n)
-{
-	struct sock_fprog fp = { (unsigned short)n, prog };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
-	return fd < 0 ? -errno : (int)fd;
+	return e;
 }
 
 /* ---- xpfo_lock_thread ------------------------------------------------------ */
@@ -332,34 +326,11 @@ static int shared_init(void)
 {
 	if (sandbox_shared)
 		return 0;
-	void *p = mmap(NULL, sizeof *sandbox_shared, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return errno;
-	sandbox_shared = p;
-	return 0;
-}
-
-/* Hand the notification descriptor to the executor over sock. */
-static int send_fd(int sock, int fd)
-{
-	char byte = 'x';
-	struct iovec io = { &byte, 1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	memset(&u, 0, sizeof u);
-	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof u.buf };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
-		return -1;
-	return read(sock, &byte, 1) == 1 ? 0 : -1; /* the executor has it */
+	void *p;
+	int e = os_sandbox_shared_map(sizeof *sandbox_shared, &p);
+	if (!e)
+		sandbox_shared = p;
+	return e;
 }
 
 /* pkeys with a key for root's pages: the lock keeps root from this thread
@@ -404,18 +375,13 @@ static int lock_precheck(struct tstate *t, xpfo_compartment_t *c, unsigned flags
 	return shared_init();
 }
 
-/* Undo an enter when the lock could not be made. */
-static void executor_kill(pid_t ex)
-{
-	if (ex > 0) {
-		kill(ex, SIGKILL);
-		waitpid(ex, NULL, 0);
-	}
-}
-
+/* Undo an enter when the lock could not be made (the executor, if any,
+ * killed and reaped: its socket is closed by then, so it ends by itself
+ * if the kill fails). */
 static int lock_undo(xpfo_compartment_t *prev, pid_t ex, int e)
 {
-	executor_kill(ex);
+	if (ex > 0)
+		os_sandbox_reap(ex);
 	tl_state->root_denied = 0; /* comp_leave rewrites the rights */
 	comp_leave(tl_state, prev);
 	return e;
@@ -472,6 +438,48 @@ static int lock_enter_keyed(struct xpfo_compartment *c, xpfo_compartment_t **pre
 	return 0;
 }
 
+/* A failure once the hand-off channel exists: the lock's end closed
+ * first (an executor waiting on it ends), then fatal with a descriptor
+ * table of the thread's own, else undone. */
+static int lock_abort(xpfo_compartment_t *prev, bool private, pid_t ex, int sock, int e)
+{
+	if (sock >= 0)
+		os_sandbox_close(sock);
+	if (private)
+		lock_fail_private(e);
+	return lock_undo_gate(prev, ex, e);
+}
+
+/* The hand-off channel, the executor (forked, and ready to serve before
+ * the filter exists), the filter, the listener handed over.  0, or an
+ * errno with the lock undone (lock_abort). */
+static int lock_filter(xpfo_compartment_t *c, xpfo_compartment_t *prev, unsigned flags,
+		       bool private, struct sock_filter *prog, size_t n)
+{
+	int sv[2], e = os_socketpair(sv);
+	if (e)
+		return lock_abort(prev, private, 0, -1, e);
+	pid_t ex = executor_start(c, flags, sv);
+	if (ex < 0)
+		return lock_abort(prev, private, 0, sv[0], -ex);
+	if ((e = os_sandbox_ready(sv[0])))
+		return lock_abort(prev, private, ex, sv[0], e);
+	struct sock_fprog fp = { (unsigned short)n, prog };
+	int fd;
+	if ((e = os_sandbox_filter(&fp, &fd)))
+		return lock_abort(prev, private, ex, sv[0], e);
+	/* from here on the thread is filtered: fail closed.  close is allowed;
+	 * the executor has its own copies of what it needs (the userfaultfd) */
+	os_sandbox_thread();
+	int keep[2] = { fd, sv[0] };
+	os_sandbox_close_own(keep, 2);
+	if ((e = os_sandbox_hand_off(sv[0], fd)))
+		xpfo_fatal("sandbox: cannot hand the filter to the executor (errno %d)", (long)e);
+	os_sandbox_close(fd); /* the locked thread must not answer its own requests */
+	os_sandbox_close(sv[0]);
+	return 0;
+}
+
 static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filter *prog,
 			size_t n)
 {
@@ -495,36 +503,7 @@ static int lock_install(xpfo_compartment_t *c, unsigned flags, struct sock_filte
 	os_sandbox_lock(); /* /proc/self/mem: closed in the process's table */
 	if (private && (e = os_sandbox_files()))
 		return lock_undo_gate(prev, 0, e);
-	int sv[2];
-	if ((e = os_socketpair(sv))) {
-		if (private)
-			lock_fail_private(e);
-		return lock_undo_gate(prev, 0, e);
-	}
-	pid_t ex = executor_start(c, flags, sv);
-	if (ex < 0) {
-		close(sv[0]);
-		if (private)
-			lock_fail_private(-ex);
-		return lock_undo_gate(prev, 0, -ex);
-	}
-	int fd = filter_load(prog, n);
-	if (fd < 0) {
-		close(sv[0]);
-		if (private)
-			lock_fail_private(-fd);
-		return lock_undo_gate(prev, ex, -fd);
-	}
-	/* from here on the thread is filtered: fail closed.  close is allowed;
-	 * the executor has its own copies of what it needs (the userfaultfd) */
-	os_sandbox_thread();
-	int keep[2] = { fd, sv[0] };
-	os_sandbox_close_own(keep, 2);
-	if (send_fd(sv[0], fd))
-		xpfo_fatal("sandbox: cannot hand the filter to the executor");
-	close(fd); /* the locked thread must not answer its own requests */
-	close(sv[0]);
-	return 0;
+	return lock_filter(c, prev, flags, private, prog, n);
 }
 
 /* c's segments for good (alloc/pages.c, pages_reserve): the executor
@@ -561,11 +540,13 @@ int sandbox_lock(struct tstate *t, struct xpfo_compartment *c, unsigned flags)
 			e = lock_reserve(c);
 		if (!e && !lock_keyed()) /* root's pages out of reach: closed for the process */
 			c->flags |= XPFO_COMPARTMENT_STRICT;
-		size_t n = e ? 0 : filter_build(prog, sizeof prog / sizeof prog[0]);
-		if (!e && n)
+		size_t n = 0;
+		if (!e)
+			e = filter_build(prog, sizeof prog / sizeof prog[0], &n);
+		if (!e)
 			uffd_lock_prepare(); /* the executor forked below must inherit it */
 		if (!e)
-			e = n ? lock_install(c, flags, prog, n) : ENOSYS;
+			e = lock_install(c, flags, prog, n);
 		if (e && first)
 			pages_unreserve(c);
 		pthread_mutex_unlock(&build_lock);

@@ -432,6 +432,9 @@ int os_socketpair(int sv[2])
 
 int os_sandbox_files(void)
 {
+	int e = injected(OS_OP_SANDBOX);
+	if (e)
+		return e;
 	int saved = errno;
 	return os_result(unshare(CLONE_FILES) != 0, saved);
 }

@@ -19,11 +19,15 @@ enum os_prot { OS_NONE = 0, OS_READ = 1, OS_RW = 3 };
  * change, PURGE madvise and remapping, MEM /proc/self/mem (ENOSYS: as if it
  * could not be opened). */
 enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_MEM, OS_OP_SECRET, OS_OP_ALIAS,
-	     OS_OP_UFFD, OS_OP_SANDBOX, OS_OP_COUNT };
+	     OS_OP_UFFD, OS_OP_SANDBOX, OS_OP_EXECUTOR, OS_OP_COUNT };
 /* SECRET covers memfd_secret (creation and mapping), ALIAS the memfds of
  * xpfo_share_fd (creation, mapping, truncation), UFFD the userfaultfd
- * (opening, registration, filling), SANDBOX the lock's hand-off channel
- * (os_socketpair). */
+ * (opening, registration, filling), SANDBOX every call the locking thread
+ * makes for xpfo_lock_thread (os_socketpair, os_sandbox_files and
+ * src/sandbox_os.c's os_sandbox_*: one count per system call, in the
+ * order they are made), EXECUTOR every call of the executor
+ * (os_executor_*; it runs in the lock's child, which inherits what was
+ * armed before the lock). */
 
 /* Reserve size bytes of inaccessible address space aligned to align (a power
  * of two >= page size).  *out gets the address. */
@@ -157,6 +161,62 @@ int os_fd_own(int fd, bool own);
 int os_socketpair(int sv[2]);
 int os_sandbox_files(void);
 unsigned os_sandbox_close_own(const int *keep, unsigned nkeep);
+
+/* ---- the lock and its executor (src/sandbox_os.c) ---------------------
+ * Same contract; none allocates (the executor must not, and the locking
+ * thread makes some of them once filtered).  The locking thread's:
+ * os_sandbox_shared_map: size bytes shared read-write with the executors
+ * (the statistics page).  os_sandbox_pipe: a close-on-exec pipe (the
+ * filter's way out of libseccomp).  os_sandbox_read: one read(2), retried
+ * on EINTR; *got the bytes.  os_sandbox_close: close(2), errors ignored,
+ * allowed in a locked thread (for the lock's own descriptors, which xpfo
+ * does not record; not injectable: a close leaves nothing to undo).
+ * os_sandbox_clone: a raw clone (SIGCHLD, no fork handlers, no new
+ * stack): *pid the child's pid in the parent, 0 in the child, which
+ * returns from it as from fork.  os_sandbox_filter: no new privileges,
+ * then the seccomp filter prog (a struct sock_fprog) with a listener,
+ * *fd (two calls, two counts).  os_sandbox_ready: the executor's status
+ * byte (0: it can serve; else its errno; EPIPE: it is gone).
+ * os_sandbox_hand_off: the listener fd to the executor over sock
+ * (SCM_RIGHTS), then its acknowledgement (two calls, two counts; EPIPE:
+ * the executor is gone).  os_sandbox_reap: SIGKILL and waitpid (two
+ * counts; a failed kill still waits, for an executor that ends by
+ * itself). */
+int os_sandbox_shared_map(size_t size, void **out);
+int os_sandbox_pipe(int p[2]);
+int os_sandbox_read(int fd, void *buf, size_t n, size_t *got);
+void os_sandbox_close(int fd);
+int os_sandbox_clone(long *pid);
+int os_sandbox_filter(const void *prog, int *fd);
+int os_sandbox_ready(int sock);
+int os_sandbox_hand_off(int sock, int fd);
+int os_sandbox_reap(long pid);
+/* The executor's: os_executor_start: the death signal (SIGKILL when its
+ * parent ends), then ESRCH if parent is not its parent any more.
+ * os_executor_map: private read-write memory (its page record).
+ * os_executor_ready: its status byte to the locking thread.
+ * os_executor_take: the listener from sock and the acknowledgement (two
+ * counts; EPIPE: the locking thread closed sock without one).
+ * os_executor_close_range: close [lo, hi].  os_executor_pagemap: open
+ * /proc/pid/pagemap.  os_executor_pread: exactly n bytes at off (EIO when
+ * fewer).  os_executor_wait: poll the listener; *gone when it has no
+ * request and never will (every filtered thread ended).
+ * os_executor_notif_recv / _send: SECCOMP_IOCTL_NOTIF_RECV / _SEND with a
+ * struct seccomp_notif / seccomp_notif_resp.  os_executor_kill: SIGKILL
+ * to pid.  os_exit_group: the exit_group system call itself (no atexit
+ * handlers, no C library exit path). */
+int os_executor_start(long parent);
+int os_executor_map(size_t size, void **out);
+int os_executor_ready(int sock, int status);
+int os_executor_take(int sock, int *fd);
+int os_executor_close_range(unsigned lo, unsigned hi);
+int os_executor_pagemap(long pid, int *fd);
+int os_executor_pread(int fd, void *buf, size_t n, uint64_t off);
+int os_executor_wait(int lfd, bool *gone);
+int os_executor_notif_recv(int lfd, void *req);
+int os_executor_notif_send(int lfd, void *resp);
+int os_executor_kill(long pid);
+_Noreturn void os_exit_group(int code);
 
 /* ---- secret memory and alias mappings (src/memfd.c) ------------------
  * Same contract.  os_secret_probe: can this process create memfd_secret

@@ -3,16 +3,19 @@
 # (tools/metrics.py --check): no function in src/, alloc/, api/, arch/ or
 # LD_PRELOAD/ over 60 lines, no reference from a file to a higher layer
 # (src arch | alloc | api | LD_PRELOAD, and inside alloc/ the layers of
-# metrics.py's ALLOC_LAYERS), no circle of references across directories.
+# metrics.py's ALLOC_LAYERS), no circle of references across directories,
+# no system call made in alloc/, api/ or LD_PRELOAD/ but through src/os.h
+# (metrics.py's RAW_CALLS: there a test can make it fail).
 # No history in the library's comments or docs/design.md (git has it): no
 # "issue N", no commit hash, no date, no "before -> after" figures.  Then
 # that each check fails on a copy of the sources given an upward reference
-# inside alloc/, a file of alloc/ in no layer, or a line of history.
+# inside alloc/, a file of alloc/ in no layer, a raw system call (in
+# alloc/ and in api/), or a line of history.
 # Skipped (77) without python3.
 command -v python3 >/dev/null 2>&1 || exit 77
 top=${top_srcdir:-$(dirname "$0")/..}
 python3 "$top/tools/metrics.py" --root "$top" --check --max-lines 60 || {
-	echo "metrics: see above (a function over 60 lines, an upward reference or a circle across directories)" >&2
+	echo "metrics: see above (a function over 60 lines, an upward reference, a circle across directories or a raw system call)" >&2
 	exit 1
 }
 
@@ -66,6 +69,25 @@ must_fail "pages.c reading destroy_serial" "upward in alloc/: alloc/pages.c -> a
 copy
 printf 'int probe_new(void);\nint probe_new(void)\n{\n\treturn 0;\n}\n' >"$tmp/tree/alloc/probe.c"
 must_fail "alloc/probe.c" "not placed in a layer of alloc/"
+# a raw system call in alloc/ (the executor's kill, made directly again),
+# and one in api/ (syscall(2) itself); a function pointer named like one
+# (x->read) is not a call of it
+copy
+printf 'void exec_probe(long pid);\nvoid exec_probe(long pid)\n{\n\tkill(pid, 9);\n}\n' \
+	>>"$tmp/tree/alloc/executor.c"
+must_fail "executor.c calling kill" "raw system call: alloc/executor.c:[0-9]*: kill"
+copy
+printf 'long api_probe(void);\nlong api_probe(void)\n{\n\treturn syscall(39);\n}\n' \
+	>>"$tmp/tree/api/api.c"
+must_fail "api.c calling syscall" "raw system call: api/api.c:[0-9]*: syscall"
+copy
+printf 'struct probe_ops { long (*read)(int); };\nlong probe_ops_read(struct probe_ops *o);\nlong probe_ops_read(struct probe_ops *o)\n{\n\treturn o->read(0);\n}\n' \
+	>>"$tmp/tree/alloc/executor.c"
+python3 "$top/tools/metrics.py" --root "$tmp/tree" --check >"$tmp/out" 2>&1 || {
+	echo "metrics: a function pointer named read was taken for a system call:" >&2
+	cat "$tmp/out" >&2
+	exit 1
+}
 # history put in, each kind once
 for line in '/* counted here (issue 12) */' '/* since 4e1d94f */' '/* until 2026-11-30 */' \
 	'/* hash 6 -> 8 */'; do

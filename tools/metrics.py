@@ -20,8 +20,10 @@ brace alone at column 0 on a later line, the closing brace alone at column
 0), which clang-format keeps.  Exit status 0 always; --check-max makes it 1
 when a function is over --max-lines; --check (tests/metrics.sh) also when a
 file refers to a higher layer (LAYERS: src and arch at the bottom, alloc,
-api, LD_PRELOAD on top), a circle spans directories, or the median is over
---max-median.
+api, LD_PRELOAD on top), a circle spans directories, the median is over
+--max-median, or a file of alloc/, api/ or LD_PRELOAD/ calls a system call
+itself (RAW_CALLS: every one goes through src/os.h, where a test can make
+it fail).
 
 In a header only inline function bodies and macros count as uses: a
 prototype is not a use (the caller's .c file refers to the definer's).
@@ -143,6 +145,44 @@ ALLOC_LAYERS = [
 # Upward references allowed inside alloc/, each with its reason:
 # (from, to): reason.  None today.
 ALLOC_EXCEPTIONS = {}
+
+
+# The C library's system-call wrappers, which only src/ and arch/ (the
+# bottom layer, the OS boundary) may call: in alloc/, api/ and LD_PRELOAD/
+# a call of one of these names (not a member: x->read(...) is a function
+# pointer) fails --check.  Library functions that make system calls of
+# their own are not listed: libseccomp (the lock builds its filter with
+# it, in memory, before anything changes; its failures come back as its
+# return values and refuse the lock with ENOSYS), the dynamic linker's
+# dlopen and dlsym, pthread's mutexes, the stdio of api/'s printing.
+# They are libraries with their own error returns, not one system call
+# with an errno that os.h could inject.
+RAW_CALLS = """
+    mmap mmap64 munmap mprotect pkey_mprotect pkey_alloc pkey_free madvise process_madvise mremap
+    mincore mlock mlock2 munlock mlockall msync brk sbrk remap_file_pages memfd_create memfd_secret
+    ioctl fcntl open open64 openat openat2 creat read write pread pread64 pwrite pwrite64 readv
+    writev preadv pwritev close close_range dup dup2 dup3 pipe pipe2 lseek ftruncate fallocate
+    fstat stat lstat fstatat newfstatat statx access faccessat unlink unlinkat
+    socket socketpair connect bind listen accept accept4 send recv sendto recvfrom sendmsg
+    recvmsg shutdown poll ppoll select pselect epoll_wait epoll_create1 eventfd
+    prctl seccomp syscall fork vfork clone clone3 execve execveat unshare setns kill tgkill
+    tkill raise wait wait3 wait4 waitpid waitid getpid getppid gettid sched_yield getrandom
+    clock_gettime nanosleep clock_nanosleep usleep sleep sigaction signal sigprocmask
+    sigaltstack setrlimit getrlimit prlimit ptrace process_vm_readv process_vm_writev
+    userfaultfd pidfd_open pidfd_getfd _exit _Exit exit_group
+""".split()
+RAW_DIRS = ("alloc/", "api/", "LD_PRELOAD/")
+RAW_CALL = re.compile(r"(?<![\w.>])(" + "|".join(RAW_CALLS) + r")\s*\(")
+
+
+def raw_calls(files, texts):
+    """(file, line, name) of each call of a RAW_CALLS name in RAW_DIRS."""
+    out = []
+    for f in files:
+        if f.startswith(RAW_DIRS):
+            for i, line in enumerate(texts[f].split("\n")):
+                out.extend((f, i + 1, m.group(1)) for m in RAW_CALL.finditer(line))
+    return out
 
 
 def alloc_layer(f):
@@ -289,6 +329,7 @@ def main():
     res["alloc_upward"] = [{"from": f, "to": g, "refs": n} for f, g, n in up]
     res["alloc_unplaced"] = unplaced
     res["cross_dir_circles"] = [c for c in res["circles"] if len({f.split("/")[0] for f in c}) > 1]
+    res["raw_calls"] = [{"file": f, "line": l, "call": n} for f, l, n in raw_calls(files, texts)]
     if a.json:
         print(json.dumps(res, indent=1))
     else:
@@ -317,8 +358,12 @@ def main():
               f"{' | '.join(n for n, _ in ALLOC_LAYERS)}; "
               f"{len(res['alloc_upward'])} upward references, "
               f"{len(ALLOC_EXCEPTIONS)} allowed, {len(res['alloc_unplaced'])} files not placed")
+        for r in res["raw_calls"]:
+            print(f"  raw system call: {r['file']}:{r['line']}: {r['call']} (through src/os.h)")
+        print(f"system calls outside src/ and arch/ ({' '.join(RAW_DIRS)}): "
+              f"{len(res['raw_calls'])} raw calls")
     if a.check and (res["over"] or res["upward"] or res["cross_dir_circles"]
-                    or res["alloc_upward"] or res["alloc_unplaced"]
+                    or res["alloc_upward"] or res["alloc_unplaced"] or res["raw_calls"]
                     or (a.max_median is not None and res["median"] > a.max_median)):
         return 1
     return 1 if a.check_max and res["over"] else 0

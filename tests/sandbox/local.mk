@@ -15,7 +15,8 @@ sandbox_tests = \
 	tests/sandbox/lazylib \
 	tests/sandbox/fds \
 	tests/sandbox/records \
-	tests/sandbox/handlers
+	tests/sandbox/handlers \
+	tests/sandbox/lockfail
 
 check_PROGRAMS += $(sandbox_tests)
 TESTS += $(sandbox_tests)
@@ -81,6 +82,12 @@ tests_sandbox_handlers_CFLAGS = $(sandbox_cflags)
 tests_sandbox_handlers_LDADD = $(sandbox_ldadd)
 tests_sandbox_handlers_LDFLAGS = -no-install
 
+tests_sandbox_lockfail_SOURCES = tests/sandbox/lockfail.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
+tests_sandbox_lockfail_CPPFLAGS = $(sandbox_cppflags)
+tests_sandbox_lockfail_CFLAGS = $(sandbox_cflags)
+tests_sandbox_lockfail_LDADD = $(sandbox_ldadd)
+tests_sandbox_lockfail_LDFLAGS = -no-install
+
 check_PROGRAMS += tests/sandbox/fds-static
 tests_sandbox_fds_static_SOURCES = tests/sandbox/fds.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
 tests_sandbox_fds_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
@@ -104,6 +111,14 @@ tests_sandbox_handlers_static_CFLAGS = $(sandbox_cflags)
 tests_sandbox_handlers_static_LDADD = $(sandbox_ldadd)
 tests_sandbox_handlers_static_LDFLAGS = -all-static
 QEMU_TEST_BINARIES += tests/sandbox/handlers-static$(EXEEXT)
+
+check_PROGRAMS += tests/sandbox/lockfail-static
+tests_sandbox_lockfail_static_SOURCES = tests/sandbox/lockfail.c tests/sandbox/cases.h tests/testutil.c tests/testutil.h
+tests_sandbox_lockfail_static_CPPFLAGS = $(sandbox_cppflags) -DTU_STATIC=1
+tests_sandbox_lockfail_static_CFLAGS = $(sandbox_cflags)
+tests_sandbox_lockfail_static_LDADD = $(sandbox_ldadd)
+tests_sandbox_lockfail_static_LDFLAGS = -all-static
+QEMU_TEST_BINARIES += tests/sandbox/lockfail-static$(EXEEXT)
 
 # The attacks in the QEMU rig (pkeys and mprotect in the guest): static,
 # with the cases that need keys (tests/qemu/local.mk's QEMU_TEST_BINARIES).
