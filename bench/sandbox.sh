@@ -5,11 +5,15 @@
 # without xpfo (glibc's malloc, fork per request).  A benchmark, not a
 # test: `make bench-sandbox` writes bench/results/sandbox.md.
 #   sh bench/sandbox.sh [REQUESTS [ROUNDS]]   (default 1000 requests, 5 rounds)
+# SANDBOX_BEFORE=BUILDDIR adds that build's locked and unlocked service to
+# every round (a before/after comparison in one run); SANDBOX_OUT=FILE
+# writes the table elsewhere.
 set -eu
 n=${1:-1000}
 rounds=${2:-5}
 dir=${top_builddir:-.}/examples/parsed
-out=${top_srcdir:-.}/bench/results/sandbox.md
+out=${SANDBOX_OUT:-${top_srcdir:-.}/bench/results/sandbox.md}
+before=${SANDBOX_BEFORE:-}
 tmp=$(mktemp -d)
 srv=
 trap '[ -n "$srv" ] && kill $srv; rm -rf "$tmp"' EXIT
@@ -38,6 +42,10 @@ for i in $(seq "$rounds"); do
 	row locked "$dir/parsed"
 	row nolock "$dir/parsed" --no-lock
 	row plain "$dir/parsed-plain"
+	if [ -n "$before" ]; then
+		row blocked "$before/examples/parsed/parsed"
+		row bnolock "$before/examples/parsed/parsed" --no-lock
+	fi
 done
 load=$(cut -d' ' -f1 /proc/loadavg)
 {
@@ -51,5 +59,11 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 	echo "| parsed, locked child (xpfo_lock_thread) | $(echo $res_locked | median) | $res_locked |"
 	echo "| parsed, child in the compartment, no lock | $(echo $res_nolock | median) | $res_nolock |"
 	echo "| parsed-plain, fork per request, no xpfo | $(echo $res_plain | median) | $res_plain |"
+	if [ -n "$before" ]; then
+		echo "| before ($before): locked child | $(echo $res_blocked | median) | $res_blocked |"
+		echo "| before ($before): no lock | $(echo $res_bnolock | median) | $res_bnolock |"
+	fi
+	echo
+	echo "Commit $(git -C "${top_srcdir:-.}" rev-parse --short HEAD 2>/dev/null || echo unknown), backend $(XPFO_OPTIONS=${XPFO_OPTIONS:+$XPFO_OPTIONS,}verbose=1 "${top_builddir:-.}/LD_PRELOAD/xpfo-run" -- true 2>&1 | sed -n 's/.*backend \([a-z]*\).*/\1/p' | head -1)${XPFO_OPTIONS:+, XPFO_OPTIONS=$XPFO_OPTIONS}."
 } >"$out"
 cat "$out"
