@@ -47,14 +47,15 @@ row() { # LABEL SERVER ARGS...: rounds interleaved by the caller
 	eval "v=\${res_$label:-}"
 	eval "res_$label=\"$v $(rate "$@")\""
 }
+backend=$(XPFO_OPTIONS=verbose=1 "$dir/pngd" --stdin </dev/null 2>&1 | sed -n 's/.*backend \([a-z]*\).*/\1/p' | head -1)
 load0=$(cut -d' ' -f1 /proc/loadavg)
 for i in $(seq "$rounds"); do
 	row locked "$dir/pngd" --mode=fork
 	row nolock "$dir/pngd" --mode=fork --no-lock
 	row plain "$dir/pngd-plain"
+	[ "$backend" != pkeys ] || row thread "$dir/pngd" --mode=thread
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
-backend=$(XPFO_OPTIONS=verbose=1 "$dir/pngd" --stdin </dev/null 2>&1 | sed -n 's/.*backend \([a-z]*\).*/\1/p' | head -1)
 commit=$(git -C "${top_srcdir:-.}" rev-parse --short HEAD 2>/dev/null || echo "?")
 {
 	echo "# The PNG service: requests per second"
@@ -69,8 +70,12 @@ commit=$(git -C "${top_srcdir:-.}" rev-parse --short HEAD 2>/dev/null || echo "?
 	echo "| pngd, locked child (xpfo_move in, xpfo_lock_thread, xpfo_send out) | $(echo $res_locked | median) | $res_locked |"
 	echo "| pngd --no-lock, child in the STRICT compartment, no lock | $(echo $res_nolock | median) | $res_nolock |"
 	echo "| pngd-plain, fork per request, no xpfo | $(echo $res_plain | median) | $res_plain |"
-	echo
-	echo "The thread mode (one locked thread per request, pkeys only) is not in"
-	echo "the table on a machine without protection keys."
+	if [ "$backend" = pkeys ]; then
+		echo "| pngd --mode=thread, a locked thread per request (pkeys) | $(echo $res_thread | median) | $res_thread |"
+	else
+		echo
+		echo "The thread mode (one locked thread per request, pkeys only) is not in"
+		echo "the table on a machine without protection keys."
+	fi
 } >"$out"
 cat "$out"
