@@ -147,6 +147,32 @@ static int c_allowed(void *arg)
 	return 0;
 }
 
+/* The signal number with high bits set, which the kernel truncates to
+ * SIGSEGV, and every signal the filter allows or refuses one by one: the
+ * rules are aligned blocks of signal numbers (alloc/sandbox.c), so each
+ * number on either side of a block's edge is tried.  Prints how many
+ * installs were refused (EPERM) and whether the truncated one was. */
+static int c_numbers(void *arg)
+{
+	setup(0);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_IGN;
+	long high = syscall(SYS_rt_sigaction, (1L << 32) | SIGSEGV, &sa, NULL, 8);
+	int high_refused = high == -1 && errno == EPERM;
+	int refused = 0, wrong = 0;
+	for (int sig = 1; sig <= 64; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue; /* the kernel's EINVAL */
+		long r = syscall(SYS_rt_sigaction, sig, &sa, NULL, 8);
+		int kept = sig == SIGSYS || sig == SIGSEGV || sig == SIGBUS;
+		refused += r == -1 && errno == EPERM;
+		wrong += kept ? !(r == -1 && errno == EPERM) : r != 0;
+	}
+	printf("high bits refused %d, %d refused, %d wrong\n", high_refused, refused, wrong);
+	return 0;
+}
+
 #define DENIED_ALL                                                                       \
 	DENIED("openat"), DENIED("ptrace"), DENIED("process_vm_readv"), DENIED("dup"),   \
 		DENIED("userfaultfd")
@@ -164,6 +190,8 @@ static const struct scase cases[] = {
 	  0 },
 	{ "SIGSYS blocked: 15 calls refused and counted", c_count_blocked, 0, 0,
 	  { DENIED_ALL, "denied with EPERM: 15, sandbox_denied: 15" }, 0 },
+	{ "every signal number, and one with high bits set", c_numbers, 0, 0,
+	  { DENIED("rt_sigaction"), "high bits refused 1, 3 refused, 0 wrong" }, 0 },
 	{ "another signal's handler and a query (allowed)", c_allowed, 0, 0,
 	  { "query 0, SIGUSR1 handler 0, caught 1" }, 0 },
 };
