@@ -58,6 +58,24 @@ void tu_skip(const char *fmt, ...)
 	exit(77);
 }
 
+void tu_on_mprotect(char **argv, const char *backend, const char *why)
+{
+	if (!strcmp(backend, "mprotect"))
+		return;
+	const char *o = getenv("XPFO_OPTIONS");
+	if (!getenv("TU_ON_MPROTECT") && (!o || !strstr(o, "backend="))) {
+		char opts[512];
+		snprintf(opts, sizeof opts, "%s%sbackend=mprotect", o ? o : "", o && *o ? "," : "");
+		setenv("XPFO_OPTIONS", opts, 1);
+		setenv("TU_ON_MPROTECT", "1", 1);
+		fprintf(stderr, "%s: backend %s; run again with backend=mprotect (%s)\n", tu_prog,
+			backend, why);
+		fflush(NULL);
+		execv("/proc/self/exe", argv);
+	}
+	tu_skip("backend %s, and no run on mprotect: %s", backend, why);
+}
+
 void tu_exit(void)
 {
 	fprintf(stderr, "%s: %lu checks, %lu failed\n", tu_prog, tu_checks,

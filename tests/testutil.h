@@ -41,6 +41,13 @@ void tu_hard_error(const char *fmt, ...)
 /* Exit 77 (skip) with a reason. */
 void tu_skip(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
+/* A test of the mprotect backend's behaviour on another backend (a host
+ * with protection keys): runs the program again (argv) with
+ * XPFO_OPTIONS=...,backend=mprotect; skips (77) where that cannot be done
+ * (XPFO_OPTIONS names a backend already, or the exec failed).  backend:
+ * xpfo_backend()'s answer; `why`: what
+ * the test needs of mprotect. */
+void tu_on_mprotect(char **argv, const char *backend, const char *why);
 /* Print a summary and exit 0 when no check failed, 1 otherwise. */
 void tu_exit(void) __attribute__((noreturn));
 

@@ -297,7 +297,7 @@ int main(int argc, char **argv)
 		return real_case(NULL);
 	tu_xpfo_init(1);
 	if (strcmp(xpfo_backend(), "mprotect"))
-		tu_skip("the mprotect backend's close (this is %s)", xpfo_backend());
+		tu_on_mprotect(argv, xpfo_backend(), "the mprotect backend's close");
 	iso_stdio_warmup();
 	one_error_line("injected ENOMEM", injected_case);
 	one_error_line("real ENOMEM (VMA limit)", NULL);

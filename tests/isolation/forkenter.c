@@ -128,8 +128,8 @@ int main(int argc, char **argv)
 	tu_timeout(1200);
 	tu_xpfo_init(1);
 	if (strcmp(xpfo_backend(), "mprotect"))
-		tu_skip("backend %s: the fork case is the mprotect backend's (pkeys: per thread)",
-			xpfo_backend());
+		tu_on_mprotect(argv, xpfo_backend(),
+			       "the fork case is the mprotect backend's (pkeys: per thread)");
 	iso_stdio_warmup();
 	for (unsigned k = 0; k < NY; k++) {
 		char name[8];

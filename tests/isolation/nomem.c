@@ -172,14 +172,16 @@ static void calloc_zero(void)
 	CHECK(nonzero == 0, "xpfo_calloc_in into the closed compartment: %d non-zero bytes", nonzero);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
 	tu_prog = "nomem";
 	tu_timeout(120);
 	tu_xpfo_init(1);
 	iso_stdio_warmup();
 	if (strcmp(xpfo_backend(), "mprotect"))
-		tu_skip("backend %s: closed compartments are reached through keys", xpfo_backend());
+		tu_on_mprotect(argv, xpfo_backend(),
+			       "on pkeys closed compartments are reached through keys");
 	if (xpfo__test_inject(TU_OS_MEM, ENOSYS, 0, 1u << 30))
 		tu_hard_error("xpfo__test_inject: %s", strerror(errno));
 	comp = xpfo_compartment_create("nomem", 0);
