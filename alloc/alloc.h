@@ -410,7 +410,11 @@ int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept
 /* Make a run taken from the allocator accessible as its compartment is now
  * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
 int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len);
-int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
+/* The same, c->lock held; `takes` says what the grant takes from present
+ * pages (os.h): nothing for free pages (PROT_NONE, released or never
+ * touched), which grant_range's are. */
+int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len,
+		       enum os_takes takes);
 /* ---- alloc/heap.c, slab.c, harden.c: malloc and free -------------------- */
 void *heap_malloc(struct tstate *t, size_t size);
 void *heap_calloc(struct tstate *t, size_t n, size_t size);

@@ -63,11 +63,11 @@ static void count_regrant(uint16_t owner, uintptr_t addr, size_t len)
 	}
 }
 
-static int grant_now(uint16_t owner, uintptr_t addr, size_t len, int key)
+static int grant_now(uint16_t owner, uintptr_t addr, size_t len, int key, enum os_takes takes)
 {
 	stat_inc(grant_syscalls);
 	count_regrant(owner, addr, len);
-	return os_protect_key((void *)addr, len, OS_RW, key);
+	return os_protect_key((void *)addr, len, OS_RW, key, takes);
 }
 
 /* The key a grant to c opens pages with, or KEY_CLOSED: c is closed, and
@@ -85,12 +85,13 @@ static int grant_key(struct xpfo_compartment *c)
 }
 
 /* c->lock held (unless c is root). */
-int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
+int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len,
+		       enum os_takes takes)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
 	int key = grant_key(c);
-	return key == KEY_CLOSED ? 0 : grant_now(c->id, addr, len, key);
+	return key == KEY_CLOSED ? 0 : grant_now(c->id, addr, len, key, takes);
 }
 
 /* Under release=guard any free page of root's segments may carry guard
@@ -136,7 +137,8 @@ static int close_after_marks(struct xpfo_compartment *c, uintptr_t addr, size_t 
 	if (grant_key(c) != KEY_CLOSED)
 		return 0;
 	stat_inc(revoke_syscalls);
-	return os_protect_key((void *)addr, len, OS_NONE, key_revoked());
+	/* installing the markers released the frames: nothing present */
+	return os_protect_key((void *)addr, len, OS_NONE, key_revoked(), OS_TAKES_NOTHING);
 }
 
 /* May c's guarded runs be granted a span at a time (run.c run_get)?  Root,
@@ -237,7 +239,7 @@ int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len)
 	bool lock = !(c == &comp_root && !pkeys_on) && opt.revoke != REVOKE_OFF;
 	if (lock)
 		pthread_mutex_lock(&c->lock);
-	int e = grant_range_locked(c, addr, len);
+	int e = grant_range_locked(c, addr, len, OS_TAKES_NOTHING);
 	if (!e && removed)
 		e = close_after_marks(c, addr, len);
 	if (lock)
