@@ -42,6 +42,16 @@
  *     call for the batch, one flush, and the markers find nothing to zap
  *     (installed over populated pages, they flushed once a span: 85 or
  *     more).  Skipped with one CPU or without /proc/interrupts.
+ *  grant failing after the markers went, release=guard: two adjacent freed
+ *     runs, the first revoked with markers, the second with mprotect (its
+ *     markers refused once), taken back by one malloc, whose grant
+ *     removes the markers and then fails to protect (injected): that
+ *     malloc fails (no other way to grant them), neither run stays open
+ *     among the free pages (a read of each faults), and the next malloc
+ *     gets them, zero.  When closing them again fails too (markers and
+ *     mprotect: three failures) they are quarantined with one "xpfo:
+ *     error" line (open, maybe, but never handed out), and the next
+ *     malloc lands elsewhere.
  *  first try refused, release=guard (ENOSYS injected into the first
  *     install, as a kernel before 6.13 answers): one warning, and
  *     revocation falls back to mprotect (no span guarded, the VMAs split).
@@ -158,24 +168,29 @@ static int strict_grant(void)
 #define M 60 /* guarded 16 KiB runs: under MAX_LIVE_GUARDS with their spares */
 #define GSIZE (16u << 10)
 
-/* The guard pages of the n runs fault (in a forked child, whose report is
- * not printed); the number that did not. */
+/* A read of p goes through: 0 when it faults (in a forked child, whose
+ * report is not printed). */
+static int reads_through(const char *p)
+{
+	pid_t k = fork();
+	if (k == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0)
+			dup2(fd, 2);
+		_exit(*(const volatile char *)p + 3);
+	}
+	int st;
+	if (k < 0 || waitpid(k, &st, 0) != k)
+		exit(99);
+	return !(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+}
+
+/* The guard pages of the n runs fault; the number that did not. */
 static int guards_open(char **p, int count)
 {
 	int n = 0;
-	for (int i = 0; i < count; i++) {
-		pid_t k = fork();
-		if (k == 0) {
-			int fd = open("/dev/null", O_WRONLY);
-			if (fd >= 0)
-				dup2(fd, 2);
-			_exit(((volatile char *)p[i])[GSIZE] + 3);
-		}
-		int st;
-		if (k < 0 || waitpid(k, &st, 0) != k)
-			exit(99);
-		n += !(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
-	}
+	for (int i = 0; i < count; i++)
+		n += reads_through(p[i] + GSIZE);
 	return n;
 }
 
@@ -255,6 +270,47 @@ static int guarded_fail(unsigned fails)
 	int want_null = fails >= 3;
 	return null == want_null && !nopen && !bad &&
 			       (want_null ? s2.pages_quarantined > 0 : s2.pages_quarantined == 0)
+		       ? 0
+		       : 1;
+}
+
+/* Two adjacent runs freed, the first revoked with markers, the second
+ * with mprotect (its markers refused once), taken back by one malloc: the
+ * grant removes the markers and must then protect, and that call fails
+ * (injected).  Exit 0 when what follows is as the header says. */
+static int grant_fail(unsigned fails)
+{
+	char *p[4];
+	for (int i = 0; i < 4; i++)
+		if (!(p[i] = xpfo_malloc(SIZE)))
+			return 99;
+	if (p[1] != p[0] + SIZE)
+		return 99;
+	xpfo_free(p[0]);
+	xpfo_flush();
+	if (xpfo__test_inject(TU_OS_PROTECT, ENOSYS, 0, 1))
+		return 99;
+	xpfo_free(p[1]);
+	xpfo_flush();
+	/* the markers' removal goes through, then `fails` calls fail */
+	if (xpfo__test_inject(TU_OS_PROTECT, EIO, 1, fails))
+		return 99;
+	char *q = xpfo_malloc(2 * SIZE);
+	xpfo__test_inject(TU_OS_PROTECT, 0, 0, 0);
+	int open = reads_through(p[0]) + reads_through(p[1]);
+	unsigned char *r = xpfo_malloc(2 * SIZE);
+	size_t bad = 0;
+	for (size_t k = 0; r && k < 2 * SIZE; k += 512)
+		bad += r[k] != 0;
+	struct xpfo_stats s;
+	tu_stats(&s);
+	printf("%u failures: malloc %s, %d of 2 runs open, the next malloc %s, %zu bytes not "
+	       "zero, %llu pages quarantined\n", fails, q ? "served" : "failed", open,
+	       !r ? "failed" : (char *)r == p[0] ? "on them" : "elsewhere", bad,
+	       (unsigned long long)s.pages_quarantined);
+	int kept = fails >= 3;
+	return !q && (!open || kept) && r && !bad && ((char *)r == p[0]) != kept &&
+			       (kept ? s.pages_quarantined > 0 : s.pages_quarantined == 0)
 		       ? 0
 		       : 1;
 }
@@ -377,6 +433,10 @@ int main(int argc, char **argv)
 		return guarded_fail(1);
 	if (argc == 2 && !strcmp(argv[1], "--guarded-fail3"))
 		return guarded_fail(3);
+	if (argc == 2 && !strcmp(argv[1], "--grant-fail1"))
+		return grant_fail(1);
+	if (argc == 2 && !strcmp(argv[1], "--grant-fail3"))
+		return grant_fail(3);
 	if (argc == 2 && !strcmp(argv[1], "--shootdowns"))
 		return shootdown_count();
 	int have = tu_guard_markers();
@@ -400,6 +460,15 @@ int main(int argc, char **argv)
 		      strstr(r.err, "in compartment \"s\""),
 		      "release=guard: a run granted to root inside a STRICT compartment stays closed "
 		      "there, open after leaving: %s", tu_status_str(r.status));
+		child("--grant-fail1", "release=guard,guard_large=0", &r);
+		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && !strstr(r.err, "xpfo: error"),
+		      "release=guard: a grant failing after its markers were removed: the malloc "
+		      "fails, the pages closed again: %s", tu_status_str(r.status));
+		child("--grant-fail3", "release=guard,guard_large=0", &r);
+		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+		      strstr(r.err, "xpfo: error: cannot close a run whose grant failed"),
+		      "release=guard: a grant failing after its markers were removed, and the pages "
+		      "cannot be closed again: quarantined, reported: %s", tu_status_str(r.status));
 	}
 	if (have && tu_guard_markers_batched()) {
 		child("--guarded", "release=guard", &r);
