@@ -11,8 +11,10 @@
  *     where the kernel has no PIDFD_SELF), which splits no VMA (the
  *     heap's VMAs grow by at most 4), and releases their frames (no purge
  *     call after).  The 85 runs allocated again get those pages back with
- *     one madvise each taking the markers away and no mprotect (their
- *     protection stayed root's), read zero and take writes.
+ *     one madvise each taking the markers away, read zero and take
+ *     writes; on the mprotect backend with no mprotect (their protection
+ *     stayed root's), where pkeys gives them root's key again, a
+ *     pkey_mprotect each (grant.c guard_granted).
  *  scatter, release=mprotect: no span guarded, the VMAs split (at least
  *     85 more): the comparison that shows what the markers save.
  *  uaf, release=guard: a read of a freed, revoked run is reported
@@ -27,14 +29,22 @@
  *     calls: one, or three where some page of the span was not open under
  *     markers; a run at a time made 60 or more), read zero, take writes,
  *     and each guard page still faults (a forked child's read of it dies
- *     by SIGSEGV); freed, flushed and allocated again, the same.
+ *     by SIGSEGV); freed, flushed and allocated again, the same.  Spans
+ *     are the mprotect backend's (grant.c grant_guarded_spans): on pkeys
+ *     the runs are granted one at a time (60 calls or more), and the rest
+ *     holds the same.
  *  guarded spans failing, release=guard: the protection calls of the first
  *     guarded span's grant fail (injected): with one failure the span is
  *     closed again by mprotect and every malloc still succeeds; with three
  *     (the grant, its markers and mprotect: the span cannot be closed) one
  *     malloc fails, the span is quarantined with one "xpfo: error" line,
  *     and the next ones succeed; every run handed out reads zero, takes
- *     writes, and its guard page faults.
+ *     writes, and its guard page faults.  On pkeys each failure fails the
+ *     grant of one run, which has no other way to be granted: that malloc
+ *     fails, the run stays closed (not quarantined), the next ones succeed.
+ * Where the default backend is pkeys, the scatter and guarded cases run on
+ * it and again with backend=mprotect; every child takes the backend= of
+ * this test's own XPFO_OPTIONS otherwise.
  *  shootdowns, release=guard: with a second thread running on the other
  *     CPU, the 85 freed spans, their pages populated, are revoked with
  *     fewer than 40 TLB shootdowns (/proc/interrupts, all CPUs, so other
@@ -75,6 +85,12 @@
 #define SIZE (24u << 10)
 
 static void *run[N];
+
+/* This process runs on the pkeys backend. */
+static int on_keys(void)
+{
+	return !strcmp(tu_x.backend(), "pkeys");
+}
 
 static int fill_free(struct xpfo_stats *before, struct xpfo_stats *after)
 {
@@ -123,7 +139,7 @@ static int scatter(char mode)
 	long long fast = 2 * (long long)m - (long long)g;
 	printf("allocated again: %llu granting calls, %llu madvise calls (%lld grants without "
 	       "mprotect), %zu pages not zero\n", g, m, fast, bad);
-	return !bad && fast >= N / 2 - 2 ? 0 : 2;
+	return !bad && (on_keys() || fast >= N / 2 - 2) ? 0 : 2;
 }
 
 static int uaf(void)
@@ -230,7 +246,9 @@ static int guarded(void)
 	int open2 = guards_open(p, M);
 	printf("%d guarded runs: %llu granting calls, %d guard pages open; freed and again: %llu "
 	       "calls, %d open; %zu bytes checked not zero\n", M, g1, open1, g2, open2, bad);
-	return g1 <= M / 3 && g2 <= M / 3 && !open1 && !open2 && !bad ? 0 : 1;
+	/* spans, or on pkeys a run at a time */
+	unsigned long long lo = on_keys() ? M : 0, hi = on_keys() ? ~0ull : M / 3;
+	return g1 >= lo && g1 <= hi && g2 >= lo && g2 <= hi && !open1 && !open2 && !bad ? 0 : 1;
 }
 
 /* The first guarded span's grant meets `fails` injected protection
@@ -267,9 +285,10 @@ static int guarded_fail(unsigned fails)
 	printf("%u failures: %d of %d mallocs failed, %d guard pages open, %zu bytes not zero, "
 	       "%llu pages quarantined\n", fails, null, M, nopen, bad,
 	       (unsigned long long)s2.pages_quarantined);
-	int want_null = fails >= 3;
+	/* pkeys: each failure is one run's grant, closed again */
+	int kept = !on_keys() && fails >= 3, want_null = on_keys() ? (int)fails : kept;
 	return null == want_null && !nopen && !bad &&
-			       (want_null ? s2.pages_quarantined > 0 : s2.pages_quarantined == 0)
+			       (kept ? s2.pages_quarantined > 0 : s2.pages_quarantined == 0)
 		       ? 0
 		       : 1;
 }
@@ -403,14 +422,48 @@ static int first_refused(void)
 static void child(const char *mode, const char *opts, struct tu_child *r)
 {
 	char *argv[] = { "/proc/self/exe", (char *)mode, NULL };
-	char env0[64];
-	snprintf(env0, sizeof env0, "XPFO_OPTIONS=%s", opts);
+	char env0[256];
+	snprintf(env0, sizeof env0, "XPFO_OPTIONS=%s", tu_child_options(opts));
 	const char *env[] = { env0, NULL };
 	if (tu_run_cmd(argv, env, 120, r))
 		tu_hard_error("cannot run the child");
 	if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 99)
 		tu_hard_error("child %s: allocation or injection failed; %s", mode, r->err);
 	fprintf(stderr, "%s (%s): %s%s", mode, opts, r->out, r->err);
+}
+
+/* The cases whose grants differ by backend (pkeys: `keys`), run with the
+ * options `more` added ("": the default backend). */
+static void backend_cases(int have, int keys, const char *more)
+{
+	char scat[128], guard[128];
+	struct tu_child r;
+	const char *b = keys ? "pkeys" : "mprotect";
+	snprintf(scat, sizeof scat, "release=guard,guard_large=0%s", more);
+	snprintf(guard, sizeof guard, "release=guard%s", more);
+	child(have ? "--scatter-guard" : "--scatter-mprotect", scat, &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "release=guard (%s): %s: %s", b, have ? "one madvise a span, no VMA split, pages "
+	      "back zero with one madvise each" : "no guard markers on this kernel: mprotect",
+	      tu_status_str(r.status));
+	if (!have || !tu_guard_markers_batched())
+		return;
+	child("--guarded", guard, &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "release=guard (%s): guarded runs granted %s, guards still fault: %s", b,
+	      keys ? "a run at a time" : "a span at a time", tu_status_str(r.status));
+	child("--guarded-fail1", guard, &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && !strstr(r.err, "xpfo: error"),
+	      "release=guard (%s): a guarded grant failing once: %s: %s", b,
+	      keys ? "that run's malloc fails, closed" : "closed again, every malloc served",
+	      tu_status_str(r.status));
+	child("--guarded-fail3", guard, &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+	      (keys ? !strstr(r.err, "xpfo: error")
+		    : !!strstr(r.err, "xpfo: error: cannot close a span whose grant failed")),
+	      "release=guard (%s): %s: %s", b, keys ? "three guarded grants failing: three "
+	      "mallocs fail, nothing quarantined" : "a guarded span that cannot be closed: "
+	      "quarantined, reported, one malloc fails", tu_status_str(r.status));
 }
 
 int main(int argc, char **argv)
@@ -444,11 +497,9 @@ int main(int argc, char **argv)
 	child("--scatter-mprotect", "release=mprotect,guard_large=0", &r);
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
 	      "release=mprotect: no span guarded, the VMAs split: %s", tu_status_str(r.status));
-	child(have ? "--scatter-guard" : "--scatter-mprotect", "release=guard,guard_large=0", &r);
-	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-	      "release=guard: %s: %s", have ? "one madvise a span, no VMA split, pages back zero "
-	      "with one madvise each" : "no guard markers on this kernel: mprotect",
-	      tu_status_str(r.status));
+	backend_cases(have, on_keys(), "");
+	if (on_keys())
+		backend_cases(have, 0, ",backend=mprotect");
 	if (have) {
 		child("--uaf", "release=guard", &r);
 		CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV &&
@@ -469,21 +520,6 @@ int main(int argc, char **argv)
 		      strstr(r.err, "xpfo: error: cannot close a run whose grant failed"),
 		      "release=guard: a grant failing after its markers were removed, and the pages "
 		      "cannot be closed again: quarantined, reported: %s", tu_status_str(r.status));
-	}
-	if (have && tu_guard_markers_batched()) {
-		child("--guarded", "release=guard", &r);
-		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-		      "release=guard: guarded runs granted a span at a time, guards still fault: %s",
-		      tu_status_str(r.status));
-		child("--guarded-fail1", "release=guard", &r);
-		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-		      "release=guard: a guarded span's grant failing once: closed again, every "
-		      "malloc served: %s", tu_status_str(r.status));
-		child("--guarded-fail3", "release=guard", &r);
-		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
-		      strstr(r.err, "xpfo: error: cannot close a span whose grant failed"),
-		      "release=guard: a guarded span that cannot be closed: quarantined, reported, "
-		      "one malloc fails: %s", tu_status_str(r.status));
 	}
 	if (have && tu_guard_markers_batched() && sysconf(_SC_NPROCESSORS_ONLN) >= 2 &&
 	    shootdowns() >= 0) {
