@@ -412,9 +412,18 @@ size_t grant_span_size(struct tstate *t, size_t npages, bool guarded);
 bool grant_guarded_spans(const struct xpfo_compartment *c);
 int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept);
 /* Make a run taken from the allocator accessible as its compartment is now
- * (open: read-write; closed: it stays inaccessible). Returns 0 or errno. */
-int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len);
-int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len); /* c->lock held */
+ * (open: read-write; closed: it stays inaccessible). Returns 0 or errno:
+ * then the pages are closed as they were, for the caller to give back,
+ * unless *close_err says why they could not be (their guard markers were
+ * removed and the grant failed): then they must never be handed out
+ * (policy.h).  close_err NULL: the caller's pages close anyway (a huge
+ * block's segments, mapped afresh when released). */
+int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len, int *close_err);
+/* The same, c->lock held; `takes` says what the grant takes from present
+ * pages (os.h): nothing for free pages (PROT_NONE, released or never
+ * touched), which grant_range's are. */
+int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len,
+		       enum os_takes takes);
 /* ---- alloc/heap.c, slab.c, harden.c: malloc and free -------------------- */
 void *heap_malloc(struct tstate *t, size_t size);
 void *heap_calloc(struct tstate *t, size_t n, size_t size);

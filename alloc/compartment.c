@@ -91,6 +91,7 @@ struct spans {
 	bool whole;                /* pkeys: a key given to a compartment (walk_segment) */
 	enum os_prot prot;
 	int key;
+	enum os_takes takes;       /* from present pages (os.h) */
 	uint64_t calls, pages;
 	uint64_t failed_pages;     /* pages whose protection could not be changed */
 	int err;                   /* the first failure's errno */
@@ -102,7 +103,7 @@ struct spans {
 static void span_apply(struct spans *sp, uintptr_t a, uintptr_t end)
 {
 	size_t len = end - a;
-	int e = os_protect_key((void *)a, len, sp->prot, sp->key);
+	int e = os_protect_key((void *)a, len, sp->prot, sp->key, sp->takes);
 	sp->calls++;
 	if (!e) {
 		sp->pages += len >> PAGE_SHIFT;
@@ -204,10 +205,11 @@ static void comp_collect(struct xpfo_compartment *c, struct spans *sp, unsigned 
 }
 
 /* Walk c's pages that `what` selects (c->lock held): they get prot with
- * key; a failed close releases them (closing) or is fatal.  Returns the
- * pages that failed (*err says why). */
+ * key (`takes`: what that takes from present pages, os.h); a failed close
+ * releases them (closing) or is fatal.  Returns the pages that failed
+ * (*err says why). */
 static uint64_t comp_walk_what(struct xpfo_compartment *c, unsigned what, bool closing,
-			       enum os_prot prot, int key, int *err)
+			       enum os_prot prot, int key, enum os_takes takes, int *err)
 {
 	__atomic_add_fetch(&c->access_gen, 1, __ATOMIC_RELEASE);
 	if (opt.revoke == REVOKE_OFF)
@@ -219,6 +221,7 @@ static uint64_t comp_walk_what(struct xpfo_compartment *c, unsigned what, bool c
 	sp.prot = prot;
 	sp.key = key;
 	sp.whole = prot == OS_RW && key > 0 && key == pkeys_comp_key(c);
+	sp.takes = takes;
 	sp.v = sp.local;
 	sp.cap = SPANS_LOCAL;
 	pthread_mutex_lock(&pages_lock);
@@ -241,9 +244,10 @@ static uint64_t comp_walk_what(struct xpfo_compartment *c, unsigned what, bool c
 /* Walk c's pages (c->lock held): live ones, and queued ones too when
  * closing, get prot with key. */
 static uint64_t comp_walk(struct xpfo_compartment *c, bool closing, enum os_prot prot, int key,
-			  int *err)
+			  enum os_takes takes, int *err)
 {
-	return comp_walk_what(c, OW_LIVE | (closing ? OW_PENDING : 0), closing, prot, key, err);
+	return comp_walk_what(c, OW_LIVE | (closing ? OW_PENDING : 0), closing, prot, key, takes,
+			      err);
 }
 
 /* c->lock held: c's pages open to every thread (root's, or a keyless
@@ -255,9 +259,9 @@ static int comp_rekey_one(struct xpfo_compartment *c, int key)
 	int e = 0, err = 0;
 	if (!c->open || (c != &comp_root && c->key > 0))
 		return 0;
-	if (comp_walk_what(c, OW_LIVE, false, OS_RW, key, &e))
+	if (comp_walk_what(c, OW_LIVE, false, OS_RW, key, OS_TAKES_AWAY, &e))
 		err = e;
-	if (comp_walk_what(c, OW_PENDING, false, OS_NONE, key_revoked(), &e))
+	if (comp_walk_what(c, OW_PENDING, false, OS_NONE, key_revoked(), OS_TAKES_AWAY, &e))
 		err = e;
 	return err;
 }
@@ -301,7 +305,8 @@ static void comp_close_failed(struct xpfo_compartment *c, uint64_t pages, int e)
 static void comp_open_pages(struct xpfo_compartment *c)
 {
 	int e = 0;
-	uint64_t failed = comp_walk(c, false, OS_RW, key_plain(), &e);
+	/* closed pages (PROT_NONE) are not present: no flush */
+	uint64_t failed = comp_walk(c, false, OS_RW, key_plain(), OS_TAKES_NOTHING, &e);
 	if (failed) /* its pages stay closed: a thread inside faults, reported */
 		xpfo_error("cannot open compartment \"%s\" (errno %d) on %u pages", c->name,
 			   (long)e, (unsigned long)failed);
@@ -310,7 +315,7 @@ static void comp_open_pages(struct xpfo_compartment *c)
 static void comp_close_pages(struct xpfo_compartment *c)
 {
 	int e = 0;
-	uint64_t failed = comp_walk(c, true, OS_NONE, key_revoked(), &e);
+	uint64_t failed = comp_walk(c, true, OS_NONE, key_revoked(), OS_TAKES_AWAY, &e);
 	if (failed)
 		comp_close_failed(c, failed, e);
 }
@@ -331,12 +336,14 @@ static void comp_set_access(struct xpfo_compartment *c, bool open)
 	}
 }
 
-/* pkeys: give c's pages key (> 0) or park them (key < 0); c->lock held. */
+/* pkeys: give c's pages key (> 0) or park them (key < 0); c->lock held.
+ * A parked compartment open the mprotect way has its pages present under
+ * key_plain: the new key is a flush there; closed ones are PROT_NONE. */
 static void comp_retag(struct xpfo_compartment *c, int key)
 {
 	int e = 0;
 	if (key > 0)
-		comp_walk(c, false, OS_RW, key, &e);
+		comp_walk(c, false, OS_RW, key, c->open ? OS_TAKES_AWAY : OS_TAKES_NOTHING, &e);
 	else
 		comp_close_pages(c);
 }

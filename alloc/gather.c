@@ -281,7 +281,12 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	bool locked = c && (c != &comp_root || pkeys_on); /* root: see revoke_add */
 	if (locked)
 		pthread_mutex_lock(&c->lock);
-	if (c && r->cgen != c->access_gen && grant_range_locked(c, a, open_pages << PAGE_SHIFT)) {
+	/* a walk since the run was queued closed its pages (not present), or
+	 * opened the compartment's with them closed already, or (pkeys) gave
+	 * it a key: then they may be present under the old one */
+	enum os_takes takes = c && pkeys_comp_key(c) > 0 ? OS_TAKES_AWAY : OS_TAKES_NOTHING;
+	if (c && r->cgen != c->access_gen &&
+	    grant_range_locked(c, a, open_pages << PAGE_SHIFT, takes)) {
 		if (locked)
 			pthread_mutex_unlock(&c->lock);
 		return 0; /* could not reopen it */

@@ -63,11 +63,11 @@ static void count_regrant(uint16_t owner, uintptr_t addr, size_t len)
 	}
 }
 
-static int grant_now(uint16_t owner, uintptr_t addr, size_t len, int key)
+static int grant_now(uint16_t owner, uintptr_t addr, size_t len, int key, enum os_takes takes)
 {
 	stat_inc(grant_syscalls);
 	count_regrant(owner, addr, len);
-	return os_protect_key((void *)addr, len, OS_RW, key);
+	return os_protect_key((void *)addr, len, OS_RW, key, takes);
 }
 
 /* The key a grant to c opens pages with, or KEY_CLOSED: c is closed, and
@@ -105,14 +105,29 @@ static bool grant_whole_segment(struct xpfo_compartment *c, uintptr_t addr, size
 }
 
 /* c->lock held (unless c is root). */
-int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len)
+int grant_range_locked(struct xpfo_compartment *c, uintptr_t addr, size_t len,
+		       enum os_takes takes)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
 	int key = grant_key(c);
 	if (key == KEY_CLOSED || grant_whole_segment(c, addr, len, key))
 		return 0;
-	return grant_now(c->id, addr, len, key);
+	return grant_now(c->id, addr, len, key, takes);
+}
+
+/* Pages whose grant failed after their markers were removed may be open
+ * (root's protection, no markers), and they go back to the free pages:
+ * every page gets markers again (they may have had them, or a closed
+ * protection, or root's after the grant's call), or PROT_NONE where
+ * markers fail; 0 when closed. */
+static int grant_close(uintptr_t a, size_t len)
+{
+	stat_inc(revoke_syscalls);
+	if (!os_guard((void *)a, len, true))
+		return 0;
+	stat_inc(revoke_syscalls);
+	return os_protect_key((void *)a, len, OS_NONE, key_revoked(), OS_TAKES_AWAY);
 }
 
 /* Under release=guard any free page of root's segments may carry guard
@@ -158,7 +173,8 @@ static int close_after_marks(struct xpfo_compartment *c, uintptr_t addr, size_t 
 	if (grant_key(c) != KEY_CLOSED)
 		return 0;
 	stat_inc(revoke_syscalls);
-	return os_protect_key((void *)addr, len, OS_NONE, key_revoked());
+	/* installing the markers released the frames: nothing present */
+	return os_protect_key((void *)addr, len, OS_NONE, key_revoked(), OS_TAKES_NOTHING);
 }
 
 /* May c's guarded runs be granted a span at a time (run.c run_get)?  Root,
@@ -174,17 +190,6 @@ bool grant_guarded_spans(const struct xpfo_compartment *c)
 	       revoke_marks_batched();
 }
 
-/* Some runs of a span whose grant failed may be open: every page of it gets
- * markers again (they may have had them, or a closed protection, or root's
- * after the second call), or PROT_NONE where markers fail; 0 when closed. */
-static int grant_span_close(uintptr_t a, size_t len)
-{
-	stat_inc(revoke_syscalls);
-	if (!os_guard((void *)a, len, true))
-		return 0;
-	stat_inc(revoke_syscalls);
-	return os_protect((void *)a, len, OS_NONE);
-}
 
 /* grant_guarded_span's calls (below), without the closing on failure. */
 static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
@@ -233,37 +238,42 @@ static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
  * own (markers, or a closed protection).  Otherwise three: markers on
  * every guard, root's protection over the span, the runs' markers
  * removed; the guards end open under markers.  0, or an errno: then no run
- * is granted, and the span is closed again (grant_span_close), or, where
+ * is granted, and the span is closed again (grant_close), or, where
  * even that failed, *kept says its pages must never be handed out. */
 int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept)
 {
 	int e = grant_span_try(a, unit, k, open);
-	int ce = e ? grant_span_close(a, (k * unit) << PAGE_SHIFT) : 0;
+	int ce = e ? grant_close(a, (k * unit) << PAGE_SHIFT) : 0;
 	*kept = ce != 0;
 	if (ce)
 		policy_failed("close a span whose grant failed", ce, a, k * unit);
 	return e;
 }
 
-int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len)
+int grant_range(struct xpfo_compartment *c, uintptr_t addr, size_t len, int *close_err)
 {
 	int ge;
 	bool removed;
+	if (close_err)
+		*close_err = 0;
 	if (guard_granted(c, addr, len, &ge, &removed))
 		return ge ? ge : uffd_fill_grant(c, addr, len);
-	int se = secret_back(c, addr, len); /* a secret compartment's new frames */
-	if (se)
-		return se;
+	int e = secret_back(c, addr, len); /* a secret compartment's new frames */
 	/* the lock keeps c's key and open state still meanwhile (root's key
 	 * too: the first lock moves root's pages under it, comp_plain_rekey) */
-	bool lock = !(c == &comp_root && !pkeys_on) && opt.revoke != REVOKE_OFF;
+	bool lock = !e && !(c == &comp_root && !pkeys_on) && opt.revoke != REVOKE_OFF;
 	if (lock)
 		pthread_mutex_lock(&c->lock);
-	int e = grant_range_locked(c, addr, len);
+	if (!e)
+		e = grant_range_locked(c, addr, len, OS_TAKES_NOTHING);
 	if (!e && removed)
 		e = close_after_marks(c, addr, len);
 	if (lock)
 		pthread_mutex_unlock(&c->lock);
+	/* the markers are gone and the pages must not go back open */
+	int ce = e && removed ? grant_close(addr, len) : 0;
+	if (ce && close_err)
+		*close_err = ce;
 	/* released or never used pages are missing: fill them now, so that
 	 * neither the program nor the kernel faults on them */
 	return e ? e : uffd_fill_grant(c, addr, len);

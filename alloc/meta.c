@@ -113,7 +113,8 @@ int meta_init(void)
 int meta_tag(int key)
 {
 	for (int i = 0; i < 3; i++) {
-		int e = os_protect_key(meta_parts[i], meta_sizes[i], OS_RW, key);
+		/* the pages written so far change key: flushed */
+		int e = os_protect_key(meta_parts[i], meta_sizes[i], OS_RW, key, OS_TAKES_AWAY);
 		if (e)
 			return e;
 	}

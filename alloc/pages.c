@@ -327,7 +327,9 @@ int pages_key_segment(struct xpfo_compartment *c, struct segment *s, int key)
 	pthread_mutex_lock(&pages_lock);
 	if (s->unkeyed && s->kind == SEG_PAGES_K && !s->releasing && s->owner == c->id &&
 	    !memcmp(s->free_map, s->clean_map, sizeof s->free_map) && owner_only(s, c->id))
-		e = os_protect_key((void *)seg_addr(s), SEG_SIZE, OS_RW, key);
+		/* c's live pages keep their key and access; the rest are
+		 * missing: no present page loses access or changes key */
+		e = os_protect_key((void *)seg_addr(s), SEG_SIZE, OS_RW, key, OS_TAKES_NOTHING);
 	__atomic_store_n(&s->unkeyed, 0, __ATOMIC_RELAXED); /* grant.c reads it unlocked */
 	pthread_mutex_unlock(&pages_lock);
 	return e;

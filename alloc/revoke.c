@@ -384,7 +384,7 @@ static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
 	if (!e)
 		return 0;
 	if (e < 0) {
-		e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked());
+		e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked(), OS_TAKES_AWAY);
 		stat_inc(revoke_syscalls);
 	}
 	if (e == ENOMEM) {
@@ -638,7 +638,7 @@ int revoke_range(uintptr_t addr, size_t len)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return 0;
-	int e = os_protect_key((void *)addr, len, OS_NONE, key_revoked());
+	int e = os_protect_key((void *)addr, len, OS_NONE, key_revoked(), OS_TAKES_AWAY);
 	if (!e)
 		stat_inc(revoke_syscalls);
 	return e;

@@ -69,6 +69,18 @@ static size_t guarded_span(struct tstate *t, struct xpfo_compartment *c, uintptr
 	return 0;
 }
 
+/* Pages whose grant failed go back to the free pages, closed, or where
+ * they could not be closed again (grant_range's close_err) are quarantined
+ * and reported. */
+static void grant_failed(const struct range *r, int close_err)
+{
+	if (close_err)
+		policy_fail_run("close a run whose grant failed", close_err, r->addr, r->npages,
+				r->owner);
+	else
+		pages_release(r, 1);
+}
+
 /* MADV_POPULATE_WRITE: 1 works, 0 refused (an older kernel, a seccomp
  * filter of the program's), -1 not tried yet. */
 static int populate_state = -1;
@@ -140,9 +152,10 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		return 0;
 	if (guard && take > total && (take = guarded_span(t, c, a, npages, take, *clean)) != total)
 		return take ? 0 : a;
-	if (grant_range(c, a, (take - guard) << PAGE_SHIFT)) {
+	int ce;
+	if (grant_range(c, a, (take - guard) << PAGE_SHIFT, &ce)) {
 		struct range r = { a, (uint32_t)take, c->id, RK_RUN, 0, 0, 0, seg_of(a)->gen, 0, 0 };
-		pages_release(&r, 1);
+		grant_failed(&r, ce);
 		return 0;
 	}
 	if (guard) {
@@ -170,7 +183,7 @@ static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t
 		stat_sub(mapped_pages, 1);
 		stat_sub(resident_pages, 1);
 	}
-	if (a && grant_range(c, a, np << PAGE_SHIFT)) {
+	if (a && grant_range(c, a, np << PAGE_SHIFT, NULL)) {
 		struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		seg_of(a)->releasing = 1;
 		pages_release(&r, 1);
@@ -262,7 +275,10 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large;
 	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
 		return false;
-	if (nnp > np && grant_range(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT))
+	/* its own segments: mapped afresh when it goes, whatever a failed
+	 * grant left */
+	if (nnp > np &&
+	    grant_range(comp_table[b->owner], a + (np << PAGE_SHIFT), (nnp - np) << PAGE_SHIFT, NULL))
 		return false;
 	if (nnp < np) {
 		if (revoke_range(a + (nnp << PAGE_SHIFT), (np - nnp) << PAGE_SHIFT))
@@ -312,12 +328,14 @@ static size_t run_grow_in_place(uintptr_t addr, size_t npages, size_t min_npages
 		pages_release(&r, 1);
 		return 0;
 	}
-	if (grant_range(comp_table[r.owner], addr + (npages << PAGE_SHIFT), (size_t)r.npages << PAGE_SHIFT)) {
+	int ce;
+	if (grant_range(comp_table[r.owner], addr + (npages << PAGE_SHIFT), (size_t)r.npages << PAGE_SHIFT,
+			&ce)) {
 		/* the new guard stays inaccessible; the old one stays the guard
 		 * (closed again: a failed grant may have opened a prefix) */
 		if (guard)
 			grow_keep_guard(addr + (npages << PAGE_SHIFT), r.owner);
-		pages_release(&r, 1); /* could not open them: straight back */
+		grant_failed(&r, ce); /* could not open them: straight back */
 		return 0;
 	}
 	return new_npages;

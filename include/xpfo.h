@@ -293,10 +293,11 @@ struct xpfo_stats {
 					   took fresh pages while keeping more than 64 */
 	/* TLB shootdowns */
 	uint64_t flush_rounds;          /* system calls that took access or frames away from
-					   mapped pages (mprotect lowering access, pkey_mprotect,
-					   MADV_DONTNEED, guard markers installed (a round a
-					   range, none over ranges whose frames the call before
-					   released), munmap, a mapping replaced or moved, a
+					   mapped pages (mprotect or pkey_mprotect lowering the
+					   access or changing the key of written pages, never
+					   a grant of free ones; MADV_DONTNEED, guard markers
+					   installed (a round a range, none over ranges whose
+					   frames the call before released), munmap, a mapping replaced or moved, a
 					   shared file truncated or punched): each one a TLB
 					   flush round, an upper bound (untouched pages need
 					   none) */

@@ -181,9 +181,9 @@ static int prot_bits(enum os_prot prot)
 }
 
 /* A flush round (stats.h, stat_flush_round) for a call that succeeded (e
- * 0) and took something away: on x86 a protection raised from PROT_NONE
- * needs no flush (a PROT_NONE entry is not present, so no CPU caches it),
- * so a grant to read-write is not counted. */
+ * 0) and took something away from present pages: on x86 an entry that is
+ * not present (PROT_NONE, released, never touched) is not cached by any
+ * CPU, so raising it needs no flush (os.h, enum os_takes). */
 static int os_flushed(int e, bool takes_away)
 {
 	if (!e && takes_away)
@@ -191,14 +191,21 @@ static int os_flushed(int e, bool takes_away)
 	return e;
 }
 
-int os_protect(void *addr, size_t size, enum os_prot prot)
+/* mprotect (key < 0) or pkey_mprotect, a flush round if `flush`. */
+static int protect_call(void *addr, size_t size, enum os_prot prot, int key, bool flush)
 {
 	int e = injected(OS_OP_PROTECT);
 	if (e)
 		return e;
 	int saved = errno;
-	return os_flushed(os_result(mprotect(addr, size, prot_bits(prot)) != 0, saved),
-			  prot != OS_RW);
+	long r = key < 0 ? mprotect(addr, size, prot_bits(prot))
+			 : syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot), key);
+	return os_flushed(os_result(r != 0, saved), flush);
+}
+
+int os_protect(void *addr, size_t size, enum os_prot prot)
+{
+	return protect_call(addr, size, prot, -1, prot != OS_RW);
 }
 
 int os_purge(void *addr, size_t size)
@@ -311,18 +318,9 @@ int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n)
 	return e;
 }
 
-int os_protect_key(void *addr, size_t size, enum os_prot prot, int key)
+int os_protect_key(void *addr, size_t size, enum os_prot prot, int key, enum os_takes takes)
 {
-	if (key < 0)
-		return os_protect(addr, size, prot);
-	int e = injected(OS_OP_PROTECT);
-	if (e)
-		return e;
-	int saved = errno;
-	/* a key changed on present pages is flushed, whatever the protection */
-	return os_flushed(os_result(syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot),
-					    key) != 0, saved),
-			  true);
+	return protect_call(addr, size, prot, key, takes == OS_TAKES_AWAY);
 }
 
 int os_remap(void *addr, size_t size, enum os_prot prot)
@@ -368,11 +366,13 @@ int os_fresh_copy(void *addr, size_t size, bool readable, enum os_prot prot, int
 	if (!e)
 		e = os_purge(addr, size);
 	/* under a userfaultfd the purged pages are missing, and the kernel
-	 * (the write below) may not fault them in: zero pages first */
-	if (!e && os_uffd_in((uintptr_t)addr))
+	 * (the write below) may not fault them in: zero pages first, which
+	 * are present when the protection changes (purged ones are not) */
+	bool filled = !e && os_uffd_in((uintptr_t)addr);
+	if (filled)
 		e = os_uffd_fill(addr, size);
 	if (!e)
-		e = os_protect_key(addr, size, prot, key);
+		e = os_protect_key(addr, size, prot, key, filled ? OS_TAKES_AWAY : OS_TAKES_NOTHING);
 	if (!e)
 		e = mem_io(true, addr, tmp, size);
 	munmap(tmp, size);

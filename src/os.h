@@ -35,9 +35,22 @@ int os_reserve(size_t size, size_t align, void **out);
 /* Map size bytes readable and writable (metadata). */
 int os_map_rw(size_t size, void **out);
 int os_unmap(void *addr, size_t size);
+/* A flush round (stats.h) unless prot is OS_RW: its callers raise pages to
+ * read-write only from PROT_NONE. */
 int os_protect(void *addr, size_t size, enum os_prot prot);
-/* The same with a protection key (pkey_mprotect); key < 0: plain mprotect. */
-int os_protect_key(void *addr, size_t size, enum os_prot prot, int key);
+/* What a change of protection or key takes from the range's present pages
+ * (those with frames mapped), which decides whether the kernel flushes the
+ * TLBs (x86 Linux, mm/mprotect.c and pte_needs_flush): an entry that is
+ * not present (PROT_NONE, released, never touched) changes without a
+ * flush, a present one whose access is lowered or whose key changes is
+ * flushed.  The caller knows which the pages are. */
+enum os_takes {
+	OS_TAKES_NOTHING, /* no page of the range is present: no flush round */
+	OS_TAKES_AWAY,    /* present pages may lose access or change key */
+};
+/* The same with a protection key (pkey_mprotect; key < 0: plain mprotect),
+ * a flush round counted as `takes` says. */
+int os_protect_key(void *addr, size_t size, enum os_prot prot, int key, enum os_takes takes);
 /* Give the pages' frames back: the next touch sees zeros. */
 int os_purge(void *addr, size_t size);
 /* Guard markers (MADV_GUARD_INSTALL / MADV_GUARD_REMOVE, Linux 6.13): an

@@ -8,7 +8,9 @@
  * flushed).  Rounds made while another thread xpfo knows of is alive are
  * counted in flush_rounds_shared as well, and only those: with a second
  * thread parked every round is shared; after it has exited none is.
- * Repeated 8 times so a stray round elsewhere cannot pass for one.
+ * Repeated 8 times so a stray round elsewhere cannot pass for one.  The
+ * same inside a compartment: on pkeys its grants give the pages its key,
+ * from PROT_NONE (not present: no flush either).
  *
  * Batches: 32 runs of 32 KiB, every other one of 64, freed and flushed,
  * are 32 spans.  Where they get guard markers (spans_guarded), the flush
@@ -79,6 +81,16 @@ static void cycle(const char *when, int shared)
 	      sh, r, shared ? r : 0ull);
 }
 
+static void in_compartment(void)
+{
+	xpfo_compartment_t *c = xpfo_compartment_create("counted", 0);
+	xpfo_compartment_t *prev = c ? xpfo_enter(c) : NULL;
+	if (!prev)
+		tu_hard_error("cannot enter a compartment");
+	cycle("in a compartment", 0);
+	xpfo_leave(prev);
+}
+
 static void batch(void)
 {
 	struct xpfo_stats s0, s1;
@@ -128,6 +140,7 @@ int main(void)
 	pthread_mutex_unlock(&lock);
 	pthread_join(t, NULL);
 	cycle("after it exited", 0);
+	in_compartment();
 	batch();
 	tu_exit();
 }

@@ -11,8 +11,10 @@
  *     where the kernel has no PIDFD_SELF), which splits no VMA (the
  *     heap's VMAs grow by at most 4), and releases their frames (no purge
  *     call after).  The 85 runs allocated again get those pages back with
- *     one madvise each taking the markers away and no mprotect (their
- *     protection stayed root's), read zero and take writes.
+ *     one madvise each taking the markers away, read zero and take
+ *     writes; on the mprotect backend with no mprotect (their protection
+ *     stayed root's), where pkeys gives them root's key again, a
+ *     pkey_mprotect each (grant.c guard_granted).
  *  scatter, release=mprotect: no span guarded, the VMAs split (at least
  *     85 more): the comparison that shows what the markers save.
  *  uaf, release=guard: a read of a freed, revoked run is reported
@@ -27,14 +29,22 @@
  *     calls: one, or three where some page of the span was not open under
  *     markers; a run at a time made 60 or more), read zero, take writes,
  *     and each guard page still faults (a forked child's read of it dies
- *     by SIGSEGV); freed, flushed and allocated again, the same.
+ *     by SIGSEGV); freed, flushed and allocated again, the same.  Spans
+ *     are the mprotect backend's (grant.c grant_guarded_spans): on pkeys
+ *     the runs are granted one at a time (60 calls or more), and the rest
+ *     holds the same.
  *  guarded spans failing, release=guard: the protection calls of the first
  *     guarded span's grant fail (injected): with one failure the span is
  *     closed again by mprotect and every malloc still succeeds; with three
  *     (the grant, its markers and mprotect: the span cannot be closed) one
  *     malloc fails, the span is quarantined with one "xpfo: error" line,
  *     and the next ones succeed; every run handed out reads zero, takes
- *     writes, and its guard page faults.
+ *     writes, and its guard page faults.  On pkeys each failure fails the
+ *     grant of one run, which has no other way to be granted: that malloc
+ *     fails, the run stays closed (not quarantined), the next ones succeed.
+ * Where the default backend is pkeys, the scatter and guarded cases run on
+ * it and again with backend=mprotect; every child takes the backend= of
+ * this test's own XPFO_OPTIONS otherwise.
  *  shootdowns, release=guard: with a second thread running on the other
  *     CPU, the 85 freed spans, their pages populated, are revoked with
  *     fewer than 40 TLB shootdowns (/proc/interrupts, all CPUs, so other
@@ -42,6 +52,16 @@
  *     call for the batch, one flush, and the markers find nothing to zap
  *     (installed over populated pages, they flushed once a span: 85 or
  *     more).  Skipped with one CPU or without /proc/interrupts.
+ *  grant failing after the markers went, release=guard: two adjacent freed
+ *     runs, the first revoked with markers, the second with mprotect (its
+ *     markers refused once), taken back by one malloc, whose grant
+ *     removes the markers and then fails to protect (injected): that
+ *     malloc fails (no other way to grant them), neither run stays open
+ *     among the free pages (a read of each faults), and the next malloc
+ *     gets them, zero.  When closing them again fails too (markers and
+ *     mprotect: three failures) they are quarantined with one "xpfo:
+ *     error" line (open, maybe, but never handed out), and the next
+ *     malloc lands elsewhere.
  *  first try refused, release=guard (ENOSYS injected into the first
  *     install, as a kernel before 6.13 answers): one warning, and
  *     revocation falls back to mprotect (no span guarded, the VMAs split).
@@ -65,6 +85,12 @@
 #define SIZE (24u << 10)
 
 static void *run[N];
+
+/* This process runs on the pkeys backend. */
+static int on_keys(void)
+{
+	return !strcmp(tu_x.backend(), "pkeys");
+}
 
 static int fill_free(struct xpfo_stats *before, struct xpfo_stats *after)
 {
@@ -113,7 +139,7 @@ static int scatter(char mode)
 	long long fast = 2 * (long long)m - (long long)g;
 	printf("allocated again: %llu granting calls, %llu madvise calls (%lld grants without "
 	       "mprotect), %zu pages not zero\n", g, m, fast, bad);
-	return !bad && fast >= N / 2 - 2 ? 0 : 2;
+	return !bad && (on_keys() || fast >= N / 2 - 2) ? 0 : 2;
 }
 
 static int uaf(void)
@@ -158,24 +184,29 @@ static int strict_grant(void)
 #define M 60 /* guarded 16 KiB runs: under MAX_LIVE_GUARDS with their spares */
 #define GSIZE (16u << 10)
 
-/* The guard pages of the n runs fault (in a forked child, whose report is
- * not printed); the number that did not. */
+/* A read of p goes through: 0 when it faults (in a forked child, whose
+ * report is not printed). */
+static int reads_through(const char *p)
+{
+	pid_t k = fork();
+	if (k == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0)
+			dup2(fd, 2);
+		_exit(*(const volatile char *)p + 3);
+	}
+	int st;
+	if (k < 0 || waitpid(k, &st, 0) != k)
+		exit(99);
+	return !(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+}
+
+/* The guard pages of the n runs fault; the number that did not. */
 static int guards_open(char **p, int count)
 {
 	int n = 0;
-	for (int i = 0; i < count; i++) {
-		pid_t k = fork();
-		if (k == 0) {
-			int fd = open("/dev/null", O_WRONLY);
-			if (fd >= 0)
-				dup2(fd, 2);
-			_exit(((volatile char *)p[i])[GSIZE] + 3);
-		}
-		int st;
-		if (k < 0 || waitpid(k, &st, 0) != k)
-			exit(99);
-		n += !(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
-	}
+	for (int i = 0; i < count; i++)
+		n += reads_through(p[i] + GSIZE);
 	return n;
 }
 
@@ -215,7 +246,9 @@ static int guarded(void)
 	int open2 = guards_open(p, M);
 	printf("%d guarded runs: %llu granting calls, %d guard pages open; freed and again: %llu "
 	       "calls, %d open; %zu bytes checked not zero\n", M, g1, open1, g2, open2, bad);
-	return g1 <= M / 3 && g2 <= M / 3 && !open1 && !open2 && !bad ? 0 : 1;
+	/* spans, or on pkeys a run at a time */
+	unsigned long long lo = on_keys() ? M : 0, hi = on_keys() ? ~0ull : M / 3;
+	return g1 >= lo && g1 <= hi && g2 >= lo && g2 <= hi && !open1 && !open2 && !bad ? 0 : 1;
 }
 
 /* The first guarded span's grant meets `fails` injected protection
@@ -252,9 +285,51 @@ static int guarded_fail(unsigned fails)
 	printf("%u failures: %d of %d mallocs failed, %d guard pages open, %zu bytes not zero, "
 	       "%llu pages quarantined\n", fails, null, M, nopen, bad,
 	       (unsigned long long)s2.pages_quarantined);
-	int want_null = fails >= 3;
+	/* pkeys: each failure is one run's grant, closed again */
+	int kept = !on_keys() && fails >= 3, want_null = on_keys() ? (int)fails : kept;
 	return null == want_null && !nopen && !bad &&
-			       (want_null ? s2.pages_quarantined > 0 : s2.pages_quarantined == 0)
+			       (kept ? s2.pages_quarantined > 0 : s2.pages_quarantined == 0)
+		       ? 0
+		       : 1;
+}
+
+/* Two adjacent runs freed, the first revoked with markers, the second
+ * with mprotect (its markers refused once), taken back by one malloc: the
+ * grant removes the markers and must then protect, and that call fails
+ * (injected).  Exit 0 when what follows is as the header says. */
+static int grant_fail(unsigned fails)
+{
+	char *p[4];
+	for (int i = 0; i < 4; i++)
+		if (!(p[i] = xpfo_malloc(SIZE)))
+			return 99;
+	if (p[1] != p[0] + SIZE)
+		return 99;
+	xpfo_free(p[0]);
+	xpfo_flush();
+	if (xpfo__test_inject(TU_OS_PROTECT, ENOSYS, 0, 1))
+		return 99;
+	xpfo_free(p[1]);
+	xpfo_flush();
+	/* the markers' removal goes through, then `fails` calls fail */
+	if (xpfo__test_inject(TU_OS_PROTECT, EIO, 1, fails))
+		return 99;
+	char *q = xpfo_malloc(2 * SIZE);
+	xpfo__test_inject(TU_OS_PROTECT, 0, 0, 0);
+	int open = reads_through(p[0]) + reads_through(p[1]);
+	unsigned char *r = xpfo_malloc(2 * SIZE);
+	size_t bad = 0;
+	for (size_t k = 0; r && k < 2 * SIZE; k += 512)
+		bad += r[k] != 0;
+	struct xpfo_stats s;
+	tu_stats(&s);
+	printf("%u failures: malloc %s, %d of 2 runs open, the next malloc %s, %zu bytes not "
+	       "zero, %llu pages quarantined\n", fails, q ? "served" : "failed", open,
+	       !r ? "failed" : (char *)r == p[0] ? "on them" : "elsewhere", bad,
+	       (unsigned long long)s.pages_quarantined);
+	int kept = fails >= 3;
+	return !q && (!open || kept) && r && !bad && ((char *)r == p[0]) != kept &&
+			       (kept ? s.pages_quarantined > 0 : s.pages_quarantined == 0)
 		       ? 0
 		       : 1;
 }
@@ -347,14 +422,48 @@ static int first_refused(void)
 static void child(const char *mode, const char *opts, struct tu_child *r)
 {
 	char *argv[] = { "/proc/self/exe", (char *)mode, NULL };
-	char env0[64];
-	snprintf(env0, sizeof env0, "XPFO_OPTIONS=%s", opts);
+	char env0[256];
+	snprintf(env0, sizeof env0, "XPFO_OPTIONS=%s", tu_child_options(opts));
 	const char *env[] = { env0, NULL };
 	if (tu_run_cmd(argv, env, 120, r))
 		tu_hard_error("cannot run the child");
 	if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 99)
 		tu_hard_error("child %s: allocation or injection failed; %s", mode, r->err);
 	fprintf(stderr, "%s (%s): %s%s", mode, opts, r->out, r->err);
+}
+
+/* The cases whose grants differ by backend (pkeys: `keys`), run with the
+ * options `more` added ("": the default backend). */
+static void backend_cases(int have, int keys, const char *more)
+{
+	char scat[128], guard[128];
+	struct tu_child r;
+	const char *b = keys ? "pkeys" : "mprotect";
+	snprintf(scat, sizeof scat, "release=guard,guard_large=0%s", more);
+	snprintf(guard, sizeof guard, "release=guard%s", more);
+	child(have ? "--scatter-guard" : "--scatter-mprotect", scat, &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "release=guard (%s): %s: %s", b, have ? "one madvise a span, no VMA split, pages "
+	      "back zero with one madvise each" : "no guard markers on this kernel: mprotect",
+	      tu_status_str(r.status));
+	if (!have || !tu_guard_markers_batched())
+		return;
+	child("--guarded", guard, &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "release=guard (%s): guarded runs granted %s, guards still fault: %s", b,
+	      keys ? "a run at a time" : "a span at a time", tu_status_str(r.status));
+	child("--guarded-fail1", guard, &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && !strstr(r.err, "xpfo: error"),
+	      "release=guard (%s): a guarded grant failing once: %s: %s", b,
+	      keys ? "that run's malloc fails, closed" : "closed again, every malloc served",
+	      tu_status_str(r.status));
+	child("--guarded-fail3", guard, &r);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+	      (keys ? !strstr(r.err, "xpfo: error")
+		    : !!strstr(r.err, "xpfo: error: cannot close a span whose grant failed")),
+	      "release=guard (%s): %s: %s", b, keys ? "three guarded grants failing: three "
+	      "mallocs fail, nothing quarantined" : "a guarded span that cannot be closed: "
+	      "quarantined, reported, one malloc fails", tu_status_str(r.status));
 }
 
 int main(int argc, char **argv)
@@ -377,6 +486,10 @@ int main(int argc, char **argv)
 		return guarded_fail(1);
 	if (argc == 2 && !strcmp(argv[1], "--guarded-fail3"))
 		return guarded_fail(3);
+	if (argc == 2 && !strcmp(argv[1], "--grant-fail1"))
+		return grant_fail(1);
+	if (argc == 2 && !strcmp(argv[1], "--grant-fail3"))
+		return grant_fail(3);
 	if (argc == 2 && !strcmp(argv[1], "--shootdowns"))
 		return shootdown_count();
 	int have = tu_guard_markers();
@@ -384,11 +497,9 @@ int main(int argc, char **argv)
 	child("--scatter-mprotect", "release=mprotect,guard_large=0", &r);
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
 	      "release=mprotect: no span guarded, the VMAs split: %s", tu_status_str(r.status));
-	child(have ? "--scatter-guard" : "--scatter-mprotect", "release=guard,guard_large=0", &r);
-	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-	      "release=guard: %s: %s", have ? "one madvise a span, no VMA split, pages back zero "
-	      "with one madvise each" : "no guard markers on this kernel: mprotect",
-	      tu_status_str(r.status));
+	backend_cases(have, on_keys(), "");
+	if (on_keys())
+		backend_cases(have, 0, ",backend=mprotect");
 	if (have) {
 		child("--uaf", "release=guard", &r);
 		CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV &&
@@ -400,21 +511,15 @@ int main(int argc, char **argv)
 		      strstr(r.err, "in compartment \"s\""),
 		      "release=guard: a run granted to root inside a STRICT compartment stays closed "
 		      "there, open after leaving: %s", tu_status_str(r.status));
-	}
-	if (have && tu_guard_markers_batched()) {
-		child("--guarded", "release=guard", &r);
-		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-		      "release=guard: guarded runs granted a span at a time, guards still fault: %s",
-		      tu_status_str(r.status));
-		child("--guarded-fail1", "release=guard", &r);
-		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-		      "release=guard: a guarded span's grant failing once: closed again, every "
-		      "malloc served: %s", tu_status_str(r.status));
-		child("--guarded-fail3", "release=guard", &r);
+		child("--grant-fail1", "release=guard,guard_large=0", &r);
+		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && !strstr(r.err, "xpfo: error"),
+		      "release=guard: a grant failing after its markers were removed: the malloc "
+		      "fails, the pages closed again: %s", tu_status_str(r.status));
+		child("--grant-fail3", "release=guard,guard_large=0", &r);
 		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
-		      strstr(r.err, "xpfo: error: cannot close a span whose grant failed"),
-		      "release=guard: a guarded span that cannot be closed: quarantined, reported, "
-		      "one malloc fails: %s", tu_status_str(r.status));
+		      strstr(r.err, "xpfo: error: cannot close a run whose grant failed"),
+		      "release=guard: a grant failing after its markers were removed, and the pages "
+		      "cannot be closed again: quarantined, reported: %s", tu_status_str(r.status));
 	}
 	if (have && tu_guard_markers_batched() && sysconf(_SC_NPROCESSORS_ONLN) >= 2 &&
 	    shootdowns() >= 0) {

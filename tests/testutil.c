@@ -542,6 +542,30 @@ int tu_guard_markers_batched(void)
 	return n == 8192;
 }
 
+/* The "backend=..." setting in a comma-separated option list: its start
+ * and length (0: none). */
+static const char *backend_setting(const char *o, int *len)
+{
+	const char *b = o;
+	while (b && (b = strstr(b, "backend=")) && b != o && b[-1] != ',')
+		b++;
+	*len = b ? (int)strcspn(b, ",") : 0;
+	return b;
+}
+
+const char *tu_child_options(const char *options)
+{
+	static char buf[512];
+	int n, mine;
+	const char *b = backend_setting(getenv("XPFO_OPTIONS"), &n);
+	backend_setting(options, &mine);
+	if (!n || mine)
+		return options;
+	snprintf(buf, sizeof buf, "%.*s%s%s", n, b, options && *options ? "," : "",
+		 options ? options : "");
+	return buf;
+}
+
 void tu_stats(struct xpfo_stats *s)
 {
 	memset(s, 0, sizeof *s);

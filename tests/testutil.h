@@ -146,6 +146,12 @@ void tu_stats(struct xpfo_stats *s);
  * with process_madvise on PIDFD_SELF (several ranges in one call)? */
 int tu_guard_markers(void);
 int tu_guard_markers_batched(void);
+/* XPFO_OPTIONS for a child run: the backend= setting of this process's own
+ * XPFO_OPTIONS, if it has one and `options` has none (so that a test run
+ * with backend=mprotect runs its children there too), then `options`
+ * (NULL: none), in a static buffer; `options` itself when there is no
+ * setting to add. */
+const char *tu_child_options(const char *options);
 
 /* Fault injection into xpfo's OS layer (src/os.h, os_inject): the next
  * `count` calls of op fail with err after `skip` that succeed.  Linked test

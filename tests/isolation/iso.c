@@ -98,9 +98,9 @@ int iso_run_self_strace(const char *options, const char *const args[], unsigned 
 	self[l] = 0;
 	argv[n++] = (char *)st;
 	argv[n++] = "-f";
-	argv[n++] = "-c";
+	argv[n++] = "-qq";
 	argv[n++] = "-e";
-	argv[n++] = "trace=mprotect";
+	argv[n++] = "trace=mprotect,pkey_mprotect,madvise,process_madvise";
 	argv[n++] = "-o";
 	argv[n++] = (char *)outfile;
 	argv[n++] = self;
@@ -116,22 +116,33 @@ int iso_run_self_strace(const char *options, const char *const args[], unsigned 
 	return tu_run_cmd(argv, env, seconds, res) ? -1 : 0;
 }
 
-long iso_strace_calls(const char *file, const char *syscall_name)
+/* A line of strace's output that starts a protection change (a call
+ * resumed after another thread's is counted where it started). */
+static bool protect_line(const char *l)
+{
+	if (strstr(l, "resumed>"))
+		return false;
+	l += strspn(l, "0123456789 "); /* the thread's id (-f) */
+	if (!strncmp(l, "mprotect(", 9) || !strncmp(l, "pkey_mprotect(", 14))
+		return true;
+	if (strncmp(l, "madvise(", 8) && strncmp(l, "process_madvise(", 16))
+		return false;
+	/* MADV_GUARD_INSTALL and _REMOVE, by name or, where strace does not
+	 * know them, by number */
+	return strstr(l, "MADV_GUARD_") || strstr(l, ", 0x66 ") || strstr(l, ", 0x67 ");
+}
+
+long iso_strace_protects(const char *file)
 {
 	FILE *f = fopen(file, "r");
 	if (!f)
 		return -1;
-	char line[512];
-	long calls = -1;
-	while (fgets(line, sizeof line, f)) {
-		/* % time  seconds  usecs/call  calls  [errors]  syscall */
-		char *tok[8];
-		int nt = 0;
-		for (char *s = strtok(line, " \t\n"); s && nt < 8; s = strtok(NULL, " \t\n"))
-			tok[nt++] = s;
-		if (nt >= 5 && !strcmp(tok[nt - 1], syscall_name))
-			calls = strtol(tok[3], NULL, 10);
-	}
+	char *line = NULL;
+	size_t cap = 0;
+	long calls = 0;
+	while (getline(&line, &cap, f) >= 0)
+		calls += protect_line(line);
+	free(line);
 	fclose(f);
 	return calls;
 }

@@ -47,12 +47,15 @@ void iso_stdio_warmup(void);
  * XPFO_OPTIONS=options (NULL: unset), capturing stdout and stderr. */
 int iso_run_self(const char *options, const char *const args[], unsigned seconds,
 		 struct tu_child *res);
-/* Same, under `strace -f -c -e trace=mprotect -o <file>` when strace is
- * installed; returns 1 without running anything when it is not. */
+/* Same, under `strace -f -qq -e trace=mprotect,pkey_mprotect,madvise,
+ * process_madvise -o <file>` when strace is installed; returns 1 without
+ * running anything when it is not. */
 int iso_run_self_strace(const char *options, const char *const args[], unsigned seconds,
 			struct tu_child *res, const char *outfile);
-/* "calls" column of the mprotect row of a strace -c summary, or -1. */
-long iso_strace_calls(const char *file, const char *syscall);
+/* The protection changes in that trace: mprotect and pkey_mprotect calls,
+ * and madvise or process_madvise calls that install or remove guard
+ * markers (purges are not); -1 when it cannot be read. */
+long iso_strace_protects(const char *file);
 
 /* Find "key=<number>" in text; -1 when absent. */
 long long iso_find_num(const char *text, const char *key);
