@@ -282,6 +282,9 @@ bool meta_pool_owns(const void *p);  /* in its pool (thread states, compartments
 int meta_tag(int key);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
 void meta_free(void *p, size_t size);
+/* Freed big blocks (thread states) kept resident for the next taker
+ * before meta_free purges them (alloc/meta.c). */
+#define META_KEEP_RESIDENT 8
 struct slab *slab_meta_new(void);        /* pages_lock held */
 void slab_meta_free(struct slab *s);     /* pages_lock held */
 

@@ -52,8 +52,7 @@ struct big_free {
  * one and clears it (about 130 KiB of memset, a few microseconds), where a
  * purge at every thread exit is a madvise and a TLB shootdown on every CPU
  * the process runs on, and the next thread faults the pages in again.
- * Eight thread states: about 1 MiB held at most. */
-#define META_KEEP_RESIDENT 8
+ * META_KEEP_RESIDENT (alloc.h) thread states: about 1 MiB held at most. */
 static unsigned pool_big_resident; /* pool_lock */
 
 /* The whole pages of a big block [p, p + size) past its free header: purged

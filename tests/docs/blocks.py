@@ -74,6 +74,7 @@ Exit 0 when every block passed, 1 otherwise (each failure on stderr).
 """
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -83,7 +84,8 @@ SRC = os.environ.get("top_srcdir", ".")
 BUILD = os.environ.get("top_builddir", ".")
 LIB = os.path.abspath(os.environ.get("XPFO_LIB", os.path.join(BUILD, ".libs/libxpfo.so")))
 RUN = os.path.abspath(os.environ.get("XPFO_RUN", os.path.join(BUILD, "LD_PRELOAD/xpfo-run")))
-CC = os.environ.get("DOCS_CC", "cc")
+# the compiler make used, maybe with a wrapper ("ccache gcc"): a list of words
+CC = shlex.split(os.environ.get("DOCS_CC", "cc")) or ["cc"]
 MESSAGES = os.environ.get("DOCS_MESSAGES", os.path.join(BUILD, "tests/docs/messages"))
 BAD_XPFO = re.compile(r"^xpfo: (violation|fatal|error|warning)", re.M)
 
@@ -211,7 +213,7 @@ def compile_and_run(b, source, work, cflags=()):
     with open(c, "w") as f:
         f.write(source)
     libdir = os.path.dirname(LIB)
-    cmd = [CC, "-std=gnu11", "-Wall", "-Werror", *cflags, "-I", os.path.join(SRC, "include"),
+    cmd = [*CC, "-std=gnu11", "-Wall", "-Werror", *cflags, "-I", os.path.join(SRC, "include"),
            "-I", os.path.join(BUILD, "include"), "-I", os.path.join(SRC, "tests/docs"), c,
            "-o", exe, "-L", libdir, "-lxpfo", "-lpthread", "-Wl,-rpath," + libdir]
     rc, out = run(cmd)

@@ -38,6 +38,36 @@ static bool all_zero(const unsigned char *p, size_t n)
 	return true;
 }
 
+/* Past META_KEEP_RESIDENT freed big blocks, the next ones freed are
+ * purged (their whole pages), and taken again they read zero and are not
+ * made resident. */
+static void keep_bound(void)
+{
+	enum { N = META_KEEP_RESIDENT + 4 };
+	unsigned char *m[N];
+	for (int i = 0; i < N; i++) {
+		m[i] = meta_alloc(BIG);
+		if (!m[i])
+			tu_hard_error("meta_alloc of a big block");
+		memset(m[i], 0xa5, BIG);
+	}
+	int kept = 0, purged = 0;
+	for (int i = 0; i < N; i++) {
+		meta_free(m[i], BIG);
+		size_t r = resident(m[i], BIG);
+		kept += r >= BIG / PAGE_SIZE;
+		purged += r <= 2;
+	}
+	CHECK(kept == META_KEEP_RESIDENT && purged == N - META_KEEP_RESIDENT,
+	      "%d blocks freed: %d stayed resident, %d purged (want %d and %d)", N, kept, purged,
+	      META_KEEP_RESIDENT, N - META_KEEP_RESIDENT);
+	unsigned char *c = meta_alloc(BIG); /* the last freed: a purged one */
+	size_t r = c ? resident(c, BIG) : 0;
+	CHECK(c == m[N - 1] && r <= 2, "a purged block taken again is not made resident: %zu", r);
+	CHECK(c && all_zero(c, BIG), "a purged block taken again reads zero");
+	meta_free(c, BIG);
+}
+
 int main(void)
 {
 	tu_prog = "unit/meta";
@@ -55,12 +85,12 @@ int main(void)
 	CHECK(resident(a, BIG) >= BIG / PAGE_SIZE, "written, it is resident");
 	meta_free(a, BIG);
 	r = resident(a, BIG);
-	CHECK(r <= 2, "freed, its whole pages are purged: %zu resident", r);
+	CHECK(r >= BIG / PAGE_SIZE, "freed, it stays resident for the next taker: %zu resident", r);
 	unsigned char *b = meta_alloc(BIG);
 	CHECK(b == a, "the next block of that size reuses it");
-	r = b ? resident(b, BIG) : 0;
-	CHECK(r <= 2, "reused, it is not made resident again: %zu", r);
-	CHECK(b && all_zero(b, BIG), "reused, it reads zero");
+	CHECK(b && all_zero(b, BIG), "reused, it reads zero (cleared)");
+	meta_free(b, BIG);
+	keep_bound();
 	unsigned char *s = meta_alloc(256);
 	memset(s, 0x5a, 256);
 	meta_free(s, 256);
