@@ -190,7 +190,6 @@ bool grant_guarded_spans(const struct xpfo_compartment *c)
 	       revoke_marks_batched();
 }
 
-
 /* grant_guarded_span's calls (below), without the closing on failure. */
 static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
 {
