@@ -279,7 +279,13 @@ static enum revoke_how span_how(const struct range *r, unsigned i, unsigned j,
 		return HOW_UNPROTECTED;
 	int gs = __atomic_load_n(&guard_state, __ATOMIC_RELAXED);
 	bool marks = gs >= 0 ? gs : opt.release == RELEASE_AUTO || opt.release == RELEASE_GUARD;
-	if (from > HOW_MARKS || tl_sandbox_locked || !marks || special || !span_roots(r, i, j))
+	/* root closed (mprotect, a STRICT compartment entered): its pages are
+	 * closed now, and a span marked now would be recorded open under
+	 * markers (pages.c open_map) while it is not: root's next grant of
+	 * it would skip the mprotect that opens it */
+	bool root_shut = !pkeys_on && !__atomic_load_n(&comp_root.open, __ATOMIC_RELAXED);
+	if (from > HOW_MARKS || tl_sandbox_locked || !marks || special || root_shut ||
+	    !span_roots(r, i, j))
 		return HOW_PROTECT;
 	if (from <= HOW_MARKS_BATCH && __atomic_load_n(&batch_state, __ATOMIC_RELAXED) &&
 	    !uffd_release_on() && !degraded)
