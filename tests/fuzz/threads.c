@@ -2,7 +2,8 @@
  * The input is a list of (operation, size) pairs.  A producer thread
  * allocates each block (xpfo_malloc, xpfo_calloc, xpfo_aligned_alloc,
  * xpfo_realloc of a block it got back, or xpfo_malloc_in a compartment
- * both threads enter), fills it with a pattern and queues it; a consumer
+ * the consumer is in; the producer enters it to fill and check those
+ * blocks, as pkeys requires), fills it with a pattern and queues it; a consumer
  * thread checks the pattern and owner, then frees it there (a remote free),
  * resizes it, or sends it back for the producer to free.  Either side may
  * flush its revocations.  Fresh threads per input, so thread exit (with
@@ -74,9 +75,26 @@ static void q_close(struct queue *q)
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* Into the compartment that owns p unless this thread reaches it already
+ * (root, or the one it is in): on pkeys a compartment's pages are only its
+ * own threads' (mprotect: open while any thread is inside).  Returns what
+ * to give xpfo_leave, or NULL when nothing was entered. */
+static xpfo_compartment_t *enter_for(const void *p)
+{
+	xpfo_compartment_t *o = xpfo_owner(p);
+	if (!o || o == xpfo_root() || o == xpfo_current())
+		return NULL;
+	xpfo_compartment_t *prev = xpfo_enter(o);
+	FZ_CHECK(prev, "enter the owner of %p", p);
+	return prev;
+}
+
 static void blk_free(struct blk *b)
 {
+	xpfo_compartment_t *prev = enter_for(b->p);
 	fz_verify(b->p, b->n, b->seed, "before free");
+	if (prev)
+		xpfo_leave(prev);
 	xpfo_free(b->p);
 }
 
@@ -131,7 +149,10 @@ static void producer(struct fz_in *in)
 		uint8_t *p = produce(in, op, n);
 		FZ_CHECK(p, "producer: allocation of %zu failed", n);
 		struct blk b = { p, n, k * 0x9E3779B97F4A7C15ull, (op >> 2) % 3 };
+		xpfo_compartment_t *prev = enter_for(p);
 		fz_fill(p, n, b.seed);
+		if (prev)
+			xpfo_leave(prev);
 		q_put(&to_consumer, b);
 		while (q_get(&to_producer, &back, 0))
 			blk_free(&back);
@@ -148,9 +169,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	q_init(&to_producer);
 	shared = xpfo_compartment_create("shared", 0);
 	FZ_CHECK(shared, "compartment_create");
-	/* The producer stays in root; the consumer is inside shared, which
-	 * keeps it open (mprotect backend) while the producer writes the
-	 * blocks it allocates there. */
+	/* The producer stays in root but for the moments it fills or checks a
+	 * block of shared; the consumer is inside shared. */
 	pthread_barrier_init(&bar, NULL, 2);
 	pthread_t t;
 	FZ_CHECK(pthread_create(&t, NULL, consumer, NULL) == 0, "pthread_create");
