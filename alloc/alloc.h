@@ -217,6 +217,7 @@ struct gather {
 		uint64_t at;              /* free_serial when revoked */
 		uint16_t owner;
 	} recent[GATHER_RECENT];
+	unsigned hwm;                     /* slots ever used: r[hwm..) never written */
 	struct range r[GATHER_MAX];
 };
 
@@ -282,6 +283,9 @@ bool meta_pool_owns(const void *p);  /* in its pool (thread states, compartments
 int meta_tag(int key);
 void *meta_alloc(size_t size);          /* zeroed, never freed back to the OS */
 void meta_free(void *p, size_t size);
+/* The same, saying that [zlo, zhi) of the block still reads zero (never
+ * written since meta_alloc): the next taker clears only the rest. */
+void meta_free_zero(void *p, size_t size, const void *zlo, const void *zhi);
 /* Freed big blocks (thread states) kept resident for the next taker
  * before meta_free purges them (alloc/meta.c). */
 #define META_KEEP_RESIDENT 8

@@ -79,6 +79,8 @@ static void gather_push(struct tstate *t, uintptr_t addr, size_t npages, uint16_
 	if (!g->live)
 		g->destroy_serial = __atomic_load_n(&destroy_serial, __ATOMIC_ACQUIRE);
 	uint16_t i = (uint16_t)g->n++;
+	if (g->n > g->hwm)
+		g->hwm = g->n;
 	struct xpfo_compartment *c = comp_table[owner];
 	g->r[i] = (struct range){ addr, (uint32_t)npages, owner, (uint8_t)k, 0, 0, 0,
 				  seg_of(addr)->gen, 0, (uint16_t)flags };

@@ -44,8 +44,8 @@ static void *pool_free[POOL_BINS];
 struct big_free {
 	struct big_free *next;
 	size_t size;
-	bool clean;    /* its whole pages past this header were purged: zero */
-	bool resident; /* kept resident on purpose: counted in pool_big_resident */
+	uintptr_t zlo, zhi; /* [zlo, zhi) reads zero: purged, or never written */
+	bool resident;      /* kept resident on purpose: counted in pool_big_resident */
 };
 
 /* Freed big blocks kept resident rather than purged: the next thread takes
@@ -157,14 +157,18 @@ void *meta_alloc(size_t size)
 	size = align_up(size, 64);
 	size_t bin = size / 64;
 	void *r = NULL;
-	bool fresh = false, clean = false;
+	bool fresh = false, big = false;
+	uintptr_t zlo = 0, zhi = 0;
 	pthread_mutex_lock(&pool_lock);
 	if (bin < POOL_BINS && pool_free[bin]) {
 		r = pool_free[bin];
 		pool_free[bin] = *(void **)r;
 	} else if (bin >= POOL_BINS && (r = big_take(size))) {
-		clean = ((struct big_free *)r)->clean;
-		pool_big_resident -= ((struct big_free *)r)->resident;
+		struct big_free *b = r;
+		big = true;
+		zlo = b->zlo;
+		zhi = b->zhi;
+		pool_big_resident -= b->resident;
 	} else if ((size_t)(pool_end - pool_cur) >= size) {
 		r = pool_cur;
 		pool_cur += size;
@@ -176,11 +180,9 @@ void *meta_alloc(size_t size)
 		 * region's pages read as zero until then): clearing it would
 		 * make all of it resident, and a thread state is 130 KiB, most
 		 * of it a gather a thread fills only as far as it queues */
-		if (clean) {
-			uintptr_t lo, hi;
-			big_pages(r, size, &lo, &hi);
-			memset(r, 0, lo - (uintptr_t)r);
-			memset((void *)hi, 0, (uintptr_t)r + size - hi);
+		if (big) { /* all but what reads zero already */
+			memset(r, 0, zlo - (uintptr_t)r);
+			memset((void *)zhi, 0, (uintptr_t)r + size - zhi);
 		} else if (!fresh) {
 			memset(r, 0, size);
 		}
@@ -191,10 +193,30 @@ void *meta_alloc(size_t size)
 
 void meta_free(void *p, size_t size)
 {
+	meta_free_zero(p, size, NULL, NULL);
+}
+
+/* [zlo, zhi) of a big block kept resident reads zero: clipped to the block
+ * past its free header, or empty. */
+static void big_zero(struct big_free *b, const void *zlo, const void *zhi)
+{
+	uintptr_t lo = (uintptr_t)b + sizeof *b, hi = (uintptr_t)b + b->size;
+	uintptr_t a = (uintptr_t)zlo < lo ? lo : (uintptr_t)zlo;
+	uintptr_t z = (uintptr_t)zhi > hi ? hi : (uintptr_t)zhi;
+	b->zlo = b->zhi = lo;
+	if (zlo && z > a) {
+		b->zlo = a;
+		b->zhi = z;
+	}
+}
+
+void meta_free_zero(void *p, size_t size, const void *zlo, const void *zhi)
+{
 	size = align_up(size, 64);
 	size_t bin = size / 64;
 	stat_sub(metadata_bytes, size);
 	bool clean = false, keep = false;
+	uintptr_t lo = 0, hi = 0;
 	if (bin >= POOL_BINS) {
 		pthread_mutex_lock(&pool_lock);
 		keep = pool_big_resident < META_KEEP_RESIDENT;
@@ -202,7 +224,6 @@ void meta_free(void *p, size_t size)
 		pthread_mutex_unlock(&pool_lock);
 	}
 	if (bin >= POOL_BINS && !keep) {
-		uintptr_t lo, hi;
 		big_pages(p, size, &lo, &hi);
 		/* a locked thread's filter refuses madvise on the metadata
 		 * (and reports it): its block is cleared when taken again */
@@ -211,9 +232,9 @@ void meta_free(void *p, size_t size)
 	pthread_mutex_lock(&pool_lock);
 	if (bin >= POOL_BINS) {
 		struct big_free *b = p;
-		b->clean = clean;
-		b->resident = keep;
 		b->size = size;
+		b->resident = keep;
+		big_zero(b, clean ? (void *)lo : keep ? zlo : NULL, clean ? (void *)hi : zhi);
 		b->next = pool_big;
 		pool_big = b;
 	} else {
