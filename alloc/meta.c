@@ -49,9 +49,10 @@ struct big_free {
 };
 
 /* Freed big blocks kept resident rather than purged: the next thread takes
- * one and clears it (about 130 KiB of memset, a few microseconds), where a
- * purge at every thread exit is a madvise and a TLB shootdown on every CPU
- * the process runs on, and the next thread faults the pages in again.
+ * one and clears what was written of it (meta_free_zero says what still
+ * reads zero), where a purge at every thread exit is a madvise and a TLB
+ * shootdown on every CPU the process runs on, and the next thread faults
+ * the pages in again.
  * META_KEEP_RESIDENT (alloc.h) thread states: about 1 MiB held at most. */
 static unsigned pool_big_resident; /* pool_lock */
 

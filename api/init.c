@@ -228,8 +228,6 @@ static void tstate_unlink(struct tstate *t)
 		t->next->prev = t->prev;
 }
 
-/* Thread exit: apply the gather, hand the slabs to the compartment, fold
- * the counters into the global ones. */
 /* Back to the metadata pool, saying which of its gather's slots were
  * never written (most of its 130 KiB): kept resident for the next thread,
  * only the rest is cleared again (alloc/meta.c). */
@@ -238,6 +236,8 @@ static void tstate_free(struct tstate *t)
 	meta_free_zero(t, sizeof *t, &t->g.r[t->g.hwm], &t->g.r[GATHER_MAX]);
 }
 
+/* Thread exit: apply the gather, hand the slabs to the compartment, fold
+ * the counters into the global ones. */
 static void tstate_retire(struct tstate *t)
 {
 	harden_quarantine_drain(t);

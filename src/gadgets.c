@@ -107,7 +107,8 @@ static int disable_site(unsigned char *at)
 {
 	static const unsigned char ud2[2] = {0x0f, 0x0b};
 	int e = os_mem_write(at, ud2, sizeof ud2);
-	if (!e && (((volatile unsigned char *)at)[0] != 0x0f || ((volatile unsigned char *)at)[1] != 0x0b))
+	const volatile unsigned char *v = at;
+	if (!e && (v[0] != 0x0f || v[1] != 0x0b))
 		e = EIO;
 	return e;
 }
