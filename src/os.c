@@ -61,9 +61,7 @@ int os_injected(enum os_op op)
 	return injected(op);
 }
 
-/* What a call that failed (failed != 0) left in errno, or 0; errno back to
- * saved, as os.h promises. */
-static int os_result(bool failed, int saved)
+int os_result(bool failed, int saved)
 {
 	int e = failed ? errno : 0;
 	errno = saved;

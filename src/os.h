@@ -316,5 +316,8 @@ void os_inject(enum os_op op, int err, unsigned skip, unsigned count);
 int xpfo__test_inject(int op, int err, unsigned skip, unsigned count);
 /* For the OS layer's other files: the errno to fake for op now, or 0. */
 int os_injected(enum os_op op);
+/* For the OS layer's other files: what a call that failed (failed != 0)
+ * left in errno, or 0; errno back to saved, as this header promises. */
+int os_result(bool failed, int saved);
 
 #endif

@@ -28,15 +28,6 @@
 #define SYS_close_range 436
 #endif
 
-/* What a call that failed (failed != 0) left in errno, or 0; errno back to
- * saved. */
-static int result(bool failed, int saved)
-{
-	int e = failed ? errno : 0;
-	errno = saved;
-	return e;
-}
-
 /* ---- the locking thread ------------------------------------------------- */
 
 int os_sandbox_shared_map(size_t size, void **out)
@@ -47,7 +38,7 @@ int os_sandbox_shared_map(size_t size, void **out)
 	int saved = errno;
 	stat_inc(mmap_syscalls);
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	e = result(p == MAP_FAILED, saved);
+	e = os_result(p == MAP_FAILED, saved);
 	if (!e)
 		*out = p;
 	return e;
@@ -59,7 +50,7 @@ int os_sandbox_pipe(int p[2])
 	if (e)
 		return e;
 	int saved = errno;
-	return result(pipe2(p, O_CLOEXEC) != 0, saved);
+	return os_result(pipe2(p, O_CLOEXEC) != 0, saved);
 }
 
 int os_sandbox_read(int fd, void *buf, size_t n, size_t *got)
@@ -73,7 +64,7 @@ int os_sandbox_read(int fd, void *buf, size_t n, size_t *got)
 	do
 		r = read(fd, buf, n);
 	while (r < 0 && errno == EINTR);
-	e = result(r < 0, saved);
+	e = os_result(r < 0, saved);
 	if (!e)
 		*got = (size_t)r;
 	return e;
@@ -95,7 +86,7 @@ int os_sandbox_clone(long *pid)
 		return e;
 	int saved = errno;
 	long r = syscall(SYS_clone, (unsigned long)SIGCHLD, 0, 0, 0, 0);
-	e = result(r < 0, saved);
+	e = os_result(r < 0, saved);
 	*pid = e ? -1 : r;
 	return e;
 }
@@ -106,12 +97,12 @@ int os_sandbox_filter(const void *prog, int *fd)
 	if (e)
 		return e;
 	int saved = errno;
-	if ((e = result(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0, saved)))
+	if ((e = os_result(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0, saved)))
 		return e;
 	if ((e = os_injected(OS_OP_SANDBOX)))
 		return e;
 	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, prog);
-	e = result(r < 0, saved);
+	e = os_result(r < 0, saved);
 	if (!e)
 		*fd = (int)r;
 	return e;
@@ -130,7 +121,7 @@ static int byte_recv(enum os_op op, int sock, char *b)
 	do
 		r = read(sock, b, 1);
 	while (r < 0 && errno == EINTR);
-	e = result(r < 0, saved);
+	e = os_result(r < 0, saved);
 	return e == ECONNRESET ? EPIPE : e ? e : r == 1 ? 0 : EPIPE;
 }
 
@@ -144,7 +135,7 @@ static int byte_send(enum os_op op, int sock, char b)
 	do
 		r = send(sock, &b, 1, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
-	e = result(r < 0, saved);
+	e = os_result(r < 0, saved);
 	return e ? e : r == 1 ? 0 : EPIPE;
 }
 
@@ -179,7 +170,7 @@ int os_sandbox_hand_off(int sock, int fd)
 	do
 		r = sendmsg(sock, &m, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
-	if ((e = result(r < 0, saved)))
+	if ((e = os_result(r < 0, saved)))
 		return e;
 	if (r != 1)
 		return EPIPE;
@@ -191,7 +182,7 @@ int os_sandbox_reap(long pid)
 	int e = os_injected(OS_OP_SANDBOX);
 	int saved = errno;
 	if (!e)
-		e = result(kill((pid_t)pid, SIGKILL) != 0, saved);
+		e = os_result(kill((pid_t)pid, SIGKILL) != 0, saved);
 	int w = os_injected(OS_OP_SANDBOX);
 	if (w)
 		return e ? e : w;
@@ -199,7 +190,7 @@ int os_sandbox_reap(long pid)
 	do
 		r = waitpid((pid_t)pid, NULL, 0);
 	while (r < 0 && errno == EINTR);
-	w = result(r < 0, saved);
+	w = os_result(r < 0, saved);
 	return e ? e : w;
 }
 
@@ -211,7 +202,7 @@ int os_executor_start(long parent)
 	if (e)
 		return e;
 	int saved = errno;
-	if ((e = result(prctl(PR_SET_PDEATHSIG, SIGKILL) != 0, saved)))
+	if ((e = os_result(prctl(PR_SET_PDEATHSIG, SIGKILL) != 0, saved)))
 		return e;
 	return getppid() == (pid_t)parent ? 0 : ESRCH;
 }
@@ -224,7 +215,7 @@ int os_executor_map(size_t size, void **out)
 	int saved = errno;
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		       -1, 0);
-	e = result(p == MAP_FAILED, saved);
+	e = os_result(p == MAP_FAILED, saved);
 	if (!e)
 		*out = p;
 	return e;
@@ -252,7 +243,7 @@ static int fd_recv(int sock, int *fd)
 	do
 		r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
-	int e = result(r < 0, saved);
+	int e = os_result(r < 0, saved);
 	if (e || r != 1)
 		return e && e != ECONNRESET ? e : EPIPE;
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
@@ -280,7 +271,7 @@ int os_executor_close_range(unsigned lo, unsigned hi)
 	if (e)
 		return e;
 	int saved = errno;
-	return result(syscall(SYS_close_range, lo, hi, 0) != 0, saved);
+	return os_result(syscall(SYS_close_range, lo, hi, 0) != 0, saved);
 }
 
 int os_executor_pagemap(long pid, int *fd)
@@ -292,7 +283,7 @@ int os_executor_pagemap(long pid, int *fd)
 	fmt_str(path, sizeof path, "/proc/%d/pagemap", pid);
 	int saved = errno;
 	int r = open(path, O_RDONLY | O_CLOEXEC);
-	e = result(r < 0, saved);
+	e = os_result(r < 0, saved);
 	if (!e)
 		*fd = r;
 	return e;
@@ -305,7 +296,7 @@ int os_executor_pread(int fd, void *buf, size_t n, uint64_t off)
 		return e;
 	int saved = errno;
 	ssize_t r = pread(fd, buf, n, (off_t)off);
-	e = result(r < 0, saved);
+	e = os_result(r < 0, saved);
 	return e ? e : (size_t)r == n ? 0 : EIO;
 }
 
@@ -316,7 +307,7 @@ int os_executor_wait(int lfd, bool *gone)
 		return e;
 	struct pollfd p = { lfd, POLLIN, 0 };
 	int saved = errno;
-	if ((e = result(poll(&p, 1, -1) < 0, saved)))
+	if ((e = os_result(poll(&p, 1, -1) < 0, saved)))
 		return e;
 	*gone = !(p.revents & POLLIN);
 	return 0;
@@ -328,7 +319,7 @@ static int notif_ioctl(int lfd, unsigned long req, void *arg)
 	if (e)
 		return e;
 	int saved = errno;
-	return result(ioctl(lfd, req, arg) != 0, saved);
+	return os_result(ioctl(lfd, req, arg) != 0, saved);
 }
 
 #ifndef SECCOMP_IOCTL_NOTIF_RECV /* headers older than user notification */
@@ -353,7 +344,7 @@ int os_executor_kill(long pid)
 	if (e)
 		return e;
 	int saved = errno;
-	return result(kill((pid_t)pid, SIGKILL) != 0, saved);
+	return os_result(kill((pid_t)pid, SIGKILL) != 0, saved);
 }
 
 _Noreturn void os_exit_group(int code)
