@@ -11,6 +11,7 @@
 # that each check fails on a copy of the sources given an upward reference
 # inside alloc/, a file of alloc/ in no layer, a raw system call (in
 # alloc/ and in api/), or a line of history.
+# Every file of the library is named in design.md's layer picture.
 # Skipped (77) without python3.
 command -v python3 >/dev/null 2>&1 || exit 77
 top=${top_srcdir:-$(dirname "$0")/..}
@@ -21,7 +22,7 @@ python3 "$top/tools/metrics.py" --root "$top" --check --max-lines 60 || {
 
 # history DIR: the lines of history in DIR's library sources and design.md
 history() {
-	files=$(cd "$1" && find src alloc api arch LD_PRELOAD -name '*.[ch]' | sort) || return 99
+	files=$(cd "$1" && find src alloc api arch LD_PRELOAD include -name '*.[ch]' | sort) || return 99
 	(cd "$1" && {
 		grep -nE '[Ii]ssues? #?[0-9]+|\bthe [a-z-]+ issue\b|\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b|\b(January|February|March|April|May|June|July|August|September|October|November|December) 20[0-9]{2}\b|[0-9] ?(->|→) ?[0-9]' \
 			$files docs/design.md
@@ -36,11 +37,25 @@ if [ -n "$(history "$top")" ]; then
 	exit 1
 fi
 
+# unpictured DIR: the library's files (src/, alloc/, api/, LD_PRELOAD/)
+# that the layer picture of DIR's docs/design.md does not name
+unpictured() {
+	sed -n '/^## Layers/,/^## /p' "$1/docs/design.md" >"$tmp/picture" || return 99
+	(cd "$1" && find src alloc api LD_PRELOAD -name '*.[ch]' | sort) |
+		while read -r f; do
+			grep -qw "${f##*/}" "$tmp/picture" || echo "$f"
+		done
+}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
+if [ -n "$(unpictured "$top")" ]; then
+	unpictured "$top" >&2
+	echo "metrics: files above are in no row of docs/design.md's layer picture" >&2
+	exit 1
+fi
 copy() {
 	rm -rf "$tmp/tree" && mkdir "$tmp/tree" &&
-	(cd "$top" && find src alloc api arch LD_PRELOAD -name '*.[ch]' | tar cf - -T -) |
+	(cd "$top" && find src alloc api arch LD_PRELOAD include -name '*.[ch]' | tar cf - -T -) |
 		(cd "$tmp/tree" && tar xf -) || exit 99
 }
 # must_fail WHAT PATTERN: the check on the copy fails and says PATTERN
@@ -99,4 +114,12 @@ for line in '/* counted here (issue 12) */' '/* since 4e1d94f */' '/* until 2026
 		exit 1
 	}
 done
+# a new file of alloc/ that the layer picture does not name
+copy
+mkdir -p "$tmp/tree/docs" && cp "$top/docs/design.md" "$tmp/tree/docs/" || exit 99
+: >"$tmp/tree/alloc/probe.c"
+[ "$(unpictured "$tmp/tree")" = alloc/probe.c ] || {
+	echo "metrics: the picture check missed alloc/probe.c" >&2
+	exit 1
+}
 exit 0
