@@ -100,7 +100,7 @@ static int over(const char *what, uint64_t early, uint64_t late, uint64_t slack)
 int main(void)
 {
 	tu_prog = "genleak";
-	tu_timeout(240);
+	tu_timeout(600);
 	tu_xpfo_init(1);
 	struct xpfo_stats e, s;
 	for (int g = 1; g <= GENS; g++) {
