@@ -139,7 +139,11 @@ XPFO_API void *xpfo_recv(int fd, xpfo_compartment_t *to, size_t max, size_t *len
  * root_key=0 or none free at start; reported), EAGAIN (pkeys: no key free
  * for c; reported), EBUSY (pkeys: another live thread is locked into c:
  * one per compartment; reported), ENOSYS (no seccomp).  On pkeys other
- * threads keep root, but not in signal handlers (docs/security.md).
+ * threads keep root; their signal handlers start with key 0 only, and on
+ * x86-64 xpfo's fault handler opens root's key for a handler that touches
+ * root's heap.  A handler's access to its thread's own compartment's pages,
+ * and on arm64 to root's heap too, faults and is reported as a violation
+ * (docs/security.md).
  * stdout: unless its buffer is c's or outside xpfo's heap (or it is
  * unbuffered), it is flushed and made unbuffered first, for every thread
  * (README, "stdio in a locked thread"). */

@@ -396,6 +396,31 @@ static int c_sigprocmask_segv(void *arg)
 	return 1;
 }
 
+/* The same block a third way: an allowed action (SIGUSR1) whose sa_mask
+ * holds SIGSEGV and SIGBUS, so they are blocked while its handler runs;
+ * the handler reads root's page.  The filter cannot read sa_mask (a
+ * pointer), and the kernel forces the blocked fault signal to its default
+ * action as above. */
+static void on_usr1_read(int sig)
+{
+	(void)sig;
+	leak(secret_run, sizeof SECRET);
+}
+
+static int c_sigaction_mask_segv(void *arg)
+{
+	setup();
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1_read;
+	sigaddset(&sa.sa_mask, SIGSEGV);
+	sigaddset(&sa.sa_mask, SIGBUS);
+	if (sigaction(SIGUSR1, &sa, NULL))
+		return 2;
+	syscall(SYS_tgkill, (long)getpid(), (long)getpid(), SIGUSR1);
+	return 1;
+}
+
 /* SIGSYS blocked: nothing changes, the denial is the executor's (the
  * filter's default action is a user notification, no signal): EPERM,
  * counted, the line; the case goes on. */
@@ -702,6 +727,8 @@ static const struct acase cases[] = {
 	{ "rt_sigprocmask with root's page as the set", c_sigprocmask_buffer, 0, 0, { NULL }, 0, NULL, 0 },
 	{ "rt_sigprocmask: SIGSEGV blocked, read of root's page", c_sigprocmask_segv, SIGSEGV, 0,
 	  { VIOLATION("read") }, 0, BLOCKED_NO_REPORT, 0 },
+	{ "rt_sigaction: a handler whose sa_mask blocks SIGSEGV reads root's page",
+	  c_sigaction_mask_segv, SIGSEGV, 0, { VIOLATION("read") }, 0, BLOCKED_NO_REPORT, 0 },
 	{ "rt_sigprocmask: SIGSYS blocked, a denied call", c_sigprocmask_sys, 0, 1,
 	  { DENIED("openat") }, 0, NULL, 0 },
 	{ "rt_sigreturn: a forged frame jumps to a read of root's page", c_sigreturn, SIGSEGV, 0,
