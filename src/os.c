@@ -317,13 +317,15 @@ static bool vec_purge_batched(void)
 /* Installing markers zaps each range on its own: a flush round per range
  * the call covered (a range cut short counts as one), none where the
  * ranges' frames were released just before. */
-int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done)
+int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install,
+		 enum os_takes takes, size_t *done)
 {
 	*done = 0;
 	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	bool empty = n && purged_vec.n == n && purged_vec.first == addr[0] &&
-		     purged_vec.bytes == vec_bytes(len, n);
+	bool empty = takes == OS_TAKES_NOTHING ||
+		     (n && purged_vec.n == n && purged_vec.first == addr[0] &&
+		      purged_vec.bytes == vec_bytes(len, n));
 	purged_vec.n = 0;
 	int e = madvise_vec(addr, len, n, install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE,
 			    done);
