@@ -44,7 +44,7 @@ EXTRA_DIST += bench/README.md bench/run.py bench/smoke.sh \
 	bench/xpfobench/machine.py bench/xpfobench/suite.py \
 	bench/xpfobench/summary.py bench/xpfobench/report.py \
 	bench/xpfobench/plots.py bench/xpfobench/baseline.py \
-	bench/issue37.py bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
+	bench/issue37.py bench/flushmech.py bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
 	bench/programs/sqlite-query.sql bench/results/baseline-quick.json
 # The measured results the READMEs show.
 EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
