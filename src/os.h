@@ -75,9 +75,10 @@ int os_populate(void *addr, size_t size);
 int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install,
 		 enum os_takes takes, size_t *done);
 /* Release the frames of n <= OS_GUARD_VEC ranges in one call (MADV_DONTNEED
- * through process_madvise, as os_guard_vec): the kernel flushes the TLBs
- * once for all of them, where installing markers over populated ranges
- * flushes once a range.  0 or the errno; ECANCELED: an active OS_OP_PURGE
+ * through process_madvise, as os_guard_vec): Linux 6.16 and later flush
+ * the TLBs once for all of them (counted one round; before, a round a
+ * range), where installing markers over populated ranges flushes once a
+ * range.  0 or the errno; ECANCELED: an active OS_OP_PURGE
  * injection, no call made. */
 int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n);
 /* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new
