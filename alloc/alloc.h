@@ -417,7 +417,7 @@ static inline uint64_t flush_serial(void)
 size_t grant_span_size(struct tstate *t, size_t npages, bool guarded);
 /* Guarded runs of c granted a span at a time, and that grant. */
 bool grant_guarded_spans(const struct xpfo_compartment *c);
-int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept);
+int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool clean, bool *kept);
 /* Make a run taken from the allocator accessible as its compartment is now
  * (open: read-write; closed: it stays inaccessible). Returns 0 or errno:
  * then the pages are closed as they were, for the caller to give back,

@@ -191,7 +191,7 @@ bool grant_guarded_spans(const struct xpfo_compartment *c)
 }
 
 /* grant_guarded_span's calls (below), without the closing on failure. */
-static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
+static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open, bool clean)
 {
 	uintptr_t addr[OS_GUARD_VEC];
 	size_t len[OS_GUARD_VEC], want = 0, done = 0;
@@ -207,7 +207,9 @@ static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
 			addr[j] = a + ((j * unit + unit - 1) << PAGE_SHIFT);
 			len[j] = PAGE_SIZE;
 		}
-		e = os_guard_vec(addr, len, (unsigned)k, true, &done);
+		/* clean: no page has frames, the markers zap nothing */
+		e = os_guard_vec(addr, len, (unsigned)k, true,
+				 clean ? OS_TAKES_NOTHING : OS_TAKES_AWAY, &done);
 		if (e == ECANCELED) /* an injected failure: no call made */
 			return e;
 		stat_inc(grant_syscalls);
@@ -223,7 +225,7 @@ static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
 		len[j] = (unit - 1) << PAGE_SHIFT;
 		want += len[j];
 	}
-	e = os_guard_vec(addr, len, (unsigned)k, false, &done);
+	e = os_guard_vec(addr, len, (unsigned)k, false, OS_TAKES_NOTHING, &done);
 	if (e == ECANCELED)
 		return e;
 	stat_inc(grant_syscalls);
@@ -236,12 +238,13 @@ static int grant_span_try(uintptr_t a, size_t unit, size_t k, bool open)
  * one call removes the markers of all of them, and each guard keeps its
  * own (markers, or a closed protection).  Otherwise three: markers on
  * every guard, root's protection over the span, the runs' markers
- * removed; the guards end open under markers.  0, or an errno: then no run
+ * removed; the guards end open under markers (clean: no page of the span
+ * has frames, so those markers zap nothing: no flush round).  0, or an errno: then no run
  * is granted, and the span is closed again (grant_close), or, where
  * even that failed, *kept says its pages must never be handed out. */
-int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool *kept)
+int grant_guarded_span(uintptr_t a, size_t unit, size_t k, bool open, bool clean, bool *kept)
 {
-	int e = grant_span_try(a, unit, k, open);
+	int e = grant_span_try(a, unit, k, open, clean);
 	int ce = e ? grant_close(a, (k * unit) << PAGE_SHIFT) : 0;
 	*kept = ce != 0;
 	if (ce)

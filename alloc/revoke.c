@@ -464,7 +464,7 @@ static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min
 	}
 	if (b->n > 1)
 		batch_purge(addr, len, b->n);
-	int e = b->n > 1 ? os_guard_vec(addr, len, b->n, true, &done) : ECANCELED;
+	int e = b->n > 1 ? os_guard_vec(addr, len, b->n, true, OS_TAKES_AWAY, &done) : ECANCELED;
 	if (e != ECANCELED)
 		stat_inc(revoke_syscalls);
 	/* no PIDFD_SELF, no process_madvise, not for this advice, or not

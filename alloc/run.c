@@ -49,7 +49,7 @@ static size_t guarded_span(struct tstate *t, struct xpfo_compartment *c, uintptr
 {
 	size_t total = npages + 1;
 	bool kept;
-	if (grant_guarded_span(a, total, take / total, t->take.runs_open, &kept)) {
+	if (grant_guarded_span(a, total, take / total, t->take.runs_open, clean, &kept)) {
 		if (kept) { /* not closed: no page of it is handed out */
 			policy_quarantine(a, take, c->id);
 			return SIZE_MAX;

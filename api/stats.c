@@ -191,8 +191,10 @@ static void print_summary(int fd, const struct xpfo_stats *s)
 	line(fd, "xpfo:   syscalls     revoke %u (%s pages each), grant %u, madvise %u, mmap %u, munmap %u",
 	     s->revoke_syscalls, ratio(r1, sizeof r1, s->pages_revoked, s->revoke_syscalls),
 	     s->grant_syscalls, s->madvise_syscalls, s->mmap_syscalls, s->munmap_syscalls);
-	line(fd, "xpfo:   flush rounds %u (%u with another thread live)", s->flush_rounds,
-	     s->flush_rounds_shared);
+	line(fd, "xpfo:   flush rounds %u (%u with another thread live): protect %u, purge %u, "
+	     "guard %u, vector %u, unmap %u", s->flush_rounds, s->flush_rounds_shared,
+	     s->flush_rounds_protect, s->flush_rounds_purge, s->flush_rounds_guard,
+	     s->flush_rounds_vector, s->flush_rounds_unmap);
 	line(fd, "xpfo:   flushes      %u (full %u, explicit %u, thread exit %u, reuse %u, eager %u, other %u)",
 	     s->flushes, s->flush_full, s->flush_explicit, s->flush_thread_exit, s->flush_reuse,
 	     s->flush_eager, s->flush_other);

@@ -44,14 +44,15 @@ EXTRA_DIST += bench/README.md bench/run.py bench/smoke.sh \
 	bench/xpfobench/machine.py bench/xpfobench/suite.py \
 	bench/xpfobench/summary.py bench/xpfobench/report.py \
 	bench/xpfobench/plots.py bench/xpfobench/baseline.py \
-	bench/issue37.py bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
+	bench/issue37.py bench/flushmech.py bench/programs/alloc_heavy.py bench/programs/sqlite-gen.sql \
 	bench/programs/sqlite-query.sql bench/results/baseline-quick.json
 # The measured results the READMEs show.
 EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/vm-before.md bench/results/vm-before.png \
 	bench/results/time_ratio.png bench/results/rss_ratio.png \
 	bench/results/micro_ratio.png bench/results/revoke_batch.png \
-	bench/results/issue37-before.md bench/results/issue37-before.json
+	bench/results/issue37-before.md bench/results/issue37-before.json \
+	bench/results/flush-mechanisms.md
 
 PYTHON3 = python3
 BENCH_RUN = $(PYTHON3) $(abs_top_srcdir)/bench/run.py \

@@ -308,6 +308,17 @@ struct xpfo_stats {
 	uint64_t flush_rounds_shared;   /* of those, made while xpfo knew of another live
 					   thread of the process: the rounds whose flush may
 					   interrupt other CPUs */
+	/* flush_rounds by mechanism (they sum to it) */
+	uint64_t flush_rounds_protect;  /* mprotect or pkey_mprotect */
+	uint64_t flush_rounds_purge;    /* madvise(MADV_DONTNEED) of one range */
+	uint64_t flush_rounds_guard;    /* madvise(MADV_GUARD_INSTALL) of one range */
+	uint64_t flush_rounds_vector;   /* process_madvise over several ranges: guard markers
+					   a round a range; MADV_DONTNEED a round a call where
+					   the kernel gathers the ranges' flushes into one
+					   (Linux 6.16 and later), a round a range before */
+	uint64_t flush_rounds_unmap;    /* munmap, a mapping replaced or moved (mmap
+					   MAP_FIXED, mremap), a shared file truncated or
+					   punched */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -121,7 +121,7 @@ int os_secret_map(void *addr, size_t size, enum os_prot prot)
 	if (!e && mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
 	if (!e)
-		stat_flush_round(); /* the old mapping at addr replaced */
+		stat_flush_round(unmap); /* the old mapping at addr replaced */
 	if (e && tmp)
 		munmap(tmp, size);
 	errno = saved;
@@ -152,10 +152,10 @@ static int copy_replace(void *addr, size_t size, bool readable, enum os_prot pro
 		e = errno;
 		goto restore;
 	}
-	stat_flush_round(); /* the old mapping at addr replaced */
+	stat_flush_round(unmap); /* the old mapping at addr replaced */
 	if (src != addr) {
 		munmap(src, size);
-		stat_flush_round();
+		stat_flush_round(unmap);
 	}
 	return 0;
 restore:
@@ -317,7 +317,7 @@ int os_alias_truncate(int fd)
 	if (!e && ftruncate(fd, 0))
 		e = errno;
 	if (!e)
-		stat_flush_round(); /* every mapping of the file loses its pages */
+		stat_flush_round(unmap); /* every mapping of the file loses its pages */
 	/* sealed at its creation: no holder can grow it back into new pages
 	 * under the old mappings (checked: a file made otherwise is a bug) */
 	int seals = e ? 0 : fcntl(fd, F_GET_SEALS);
@@ -357,7 +357,7 @@ int os_alias_punch(int fd, size_t off, size_t len, bool tail)
 		 fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
 		e = errno;
 	if (!e)
-		stat_flush_round();
+		stat_flush_round(unmap);
 	errno = saved;
 	return e;
 }

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -169,7 +170,7 @@ int os_unmap(void *addr, size_t size)
 	stat_inc(munmap_syscalls);
 	int e = os_result(munmap(addr, size) != 0, saved);
 	if (!e)
-		stat_flush_round();
+		stat_flush_round(unmap);
 	return e;
 }
 
@@ -178,14 +179,16 @@ static int prot_bits(enum os_prot prot)
 	return prot == OS_RW ? PROT_READ | PROT_WRITE : prot == OS_READ ? PROT_READ : PROT_NONE;
 }
 
-/* A flush round (stats.h, stat_flush_round) for a call that succeeded (e
- * 0) and took something away from present pages: on x86 an entry that is
- * not present (PROT_NONE, released, never touched) is not cached by any
- * CPU, so raising it needs no flush (os.h, enum os_takes). */
-static int os_flushed(int e, bool takes_away)
+/* A flush round of mechanism mech (stats.h, stat_flush_round) for a call
+ * that succeeded (e 0) and took something away from present pages: on x86
+ * an entry that is not present (PROT_NONE, released, never touched) is not
+ * cached by any CPU, so raising it needs no flush (os.h, enum os_takes). */
+#define os_flushed(e, takes_away, mech) flushed_in(e, takes_away, &g_stats.flush_rounds_##mech)
+
+static int flushed_in(int e, bool takes_away, uint64_t *mech)
 {
 	if (!e && takes_away)
-		stat_flush_round();
+		stat_flush_round_in(mech);
 	return e;
 }
 
@@ -198,7 +201,7 @@ static int protect_call(void *addr, size_t size, enum os_prot prot, int key, boo
 	int saved = errno;
 	long r = key < 0 ? mprotect(addr, size, prot_bits(prot))
 			 : syscall(SYS_pkey_mprotect, addr, size, prot_bits(prot), key);
-	return os_flushed(os_result(r != 0, saved), flush);
+	return os_flushed(os_result(r != 0, saved), flush, protect);
 }
 
 int os_protect(void *addr, size_t size, enum os_prot prot)
@@ -213,7 +216,7 @@ int os_purge(void *addr, size_t size)
 		return e;
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	return os_flushed(os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved), true);
+	return os_flushed(os_result(madvise(addr, size, MADV_DONTNEED) != 0, saved), true, purge);
 }
 
 #define OS_MADV_POPULATE_WRITE 23 /* linux/mman.h of 5.14 */
@@ -238,7 +241,7 @@ int os_guard(void *addr, size_t size, bool install)
 	return os_flushed(os_result(madvise(addr, size, install ? OS_MADV_GUARD_INSTALL
 								 : OS_MADV_GUARD_REMOVE) != 0,
 				    saved),
-			  install);
+			  install, guard);
 }
 
 #define OS_PIDFD_SELF (-10000) /* PIDFD_SELF_THREAD, linux/pidfd.h */
@@ -278,35 +281,72 @@ static size_t vec_bytes(const size_t *len, unsigned n)
 	return b;
 }
 
+/* The flush rounds of a process_madvise that covered `done` bytes of the
+ * n ranges: one a range it reached (a range cut short counts as one). */
+static void vec_rounds(const size_t *len, unsigned n, size_t done)
+{
+	for (unsigned k = 0; k < n && done; k++) {
+		stat_flush_round(vector);
+		done -= done < len[k] ? done : len[k];
+	}
+}
+
+/* Whether the running kernel zaps all the ranges of one
+ * process_madvise(MADV_DONTNEED) under one mmu_gather, one TLB flush for
+ * the call: Linux 6.16 and later.  Before, each range is zapped and
+ * flushed on its own.  Read once from uname; unknown counts as per range
+ * (the upper bound). */
+static bool vec_purge_batched(void)
+{
+	static int known; /* 0 not read, 1 batched, 2 per range */
+	int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (!k) {
+		struct utsname u;
+		unsigned major = 0, minor = 0;
+		int saved = errno;
+		if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2)
+			k = major > 6 || (major == 6 && minor >= 16) ? 1 : 2;
+		else
+			k = 2;
+		errno = saved;
+		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
+	}
+	return k == 1;
+}
+
 /* Installing markers zaps each range on its own: a flush round per range
  * the call covered (a range cut short counts as one), none where the
  * ranges' frames were released just before. */
-int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done)
+int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install,
+		 enum os_takes takes, size_t *done)
 {
 	*done = 0;
 	if (inject[OS_OP_PROTECT].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	bool empty = n && purged_vec.n == n && purged_vec.first == addr[0] &&
-		     purged_vec.bytes == vec_bytes(len, n);
+	bool empty = takes == OS_TAKES_NOTHING ||
+		     (n && purged_vec.n == n && purged_vec.first == addr[0] &&
+		      purged_vec.bytes == vec_bytes(len, n));
 	purged_vec.n = 0;
 	int e = madvise_vec(addr, len, n, install ? OS_MADV_GUARD_INSTALL : OS_MADV_GUARD_REMOVE,
 			    done);
-	size_t left = *done;
-	for (unsigned k = 0; install && !empty && k < n && left; k++) {
-		stat_flush_round();
-		left -= left < len[k] ? left : len[k];
-	}
+	if (install && !empty)
+		vec_rounds(len, n, *done);
 	return e;
 }
 
 /* MADV_DONTNEED over the ranges of one call: one flush for all of them
- * (os.h), one round. */
+ * where the kernel gathers them (vec_purge_batched), one round; elsewhere
+ * a round a range it reached. */
 int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n)
 {
 	size_t done;
 	if (inject[OS_OP_PURGE].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	int e = os_flushed(madvise_vec(addr, len, n, MADV_DONTNEED, &done), true);
+	int e = madvise_vec(addr, len, n, MADV_DONTNEED, &done);
+	if (!e && vec_purge_batched())
+		stat_flush_round(vector);
+	else if (!e)
+		vec_rounds(len, n, done);
 	purged_vec.n = 0;
 	if (!e && n) {
 		purged_vec.first = addr[0];
@@ -334,7 +374,7 @@ int os_remap(void *addr, size_t size, enum os_prot prot)
 	if (!e)
 		os_uffd_rearm(addr, size);
 	errno = saved;
-	return os_flushed(e, true); /* the old mapping is gone */
+	return os_flushed(e, true, unmap); /* the old mapping is gone */
 }
 
 static int mem_io(bool write, void *addr, void *buf, size_t n);
@@ -571,7 +611,7 @@ int os_move_out(void *addr, size_t size, enum os_prot prot, void **out)
 		errno = saved;
 		return e == EFAULT ? os_move_out_pages(addr, size, prot, out) : e;
 	}
-	stat_flush_round(); /* the pages left addr */
+	stat_flush_round(unmap); /* the pages left addr */
 	if (prot != OS_NONE && mprotect(t, size, prot_bits(prot))) {
 		e = errno;
 		if (os_move_back(t, addr, size))
@@ -591,8 +631,8 @@ int os_move_back(void *t, void *addr, size_t size)
 	    mremap(t, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		e = errno;
 	if (!e) {
-		stat_flush_round(); /* t closed */
-		stat_flush_round(); /* the pages left t */
+		stat_flush_round(protect); /* t closed */
+		stat_flush_round(unmap); /* the pages left t */
 		os_uffd_rearm(addr, size);
 	}
 	errno = saved;
@@ -623,10 +663,10 @@ static int fresh_copy_remap(void *addr, size_t size, bool readable, enum os_prot
 	/* atomically replaces the old mapping: no moment without one */
 	if (mremap(tmp, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED)
 		goto unmap;
-	stat_flush_round(); /* the old mapping at addr replaced */
+	stat_flush_round(unmap); /* the old mapping at addr replaced */
 	if (src != addr) { /* the old frames leave the process */
 		munmap(src, size);
-		stat_flush_round();
+		stat_flush_round(unmap);
 	}
 	os_uffd_rearm(addr, size);
 	errno = saved;

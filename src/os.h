@@ -68,13 +68,17 @@ int os_populate(void *addr, size_t size);
  * the bytes covered, which may stop short of the whole after a failure
  * (the rest untouched, in order), or the errno (*done 0).  ECANCELED: not tried (no call made): an active
  * OS_OP_PROTECT injection, so that the caller goes range by range through
- * os_guard, where it applies. */
+ * os_guard, where it applies.  An install counts a flush round a range it
+ * covered unless `takes` says no page of the ranges is present (nothing to
+ * zap) or they are the ones os_purge_vec just released; a removal none. */
 #define OS_GUARD_VEC 64
-int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install, size_t *done);
+int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install,
+		 enum os_takes takes, size_t *done);
 /* Release the frames of n <= OS_GUARD_VEC ranges in one call (MADV_DONTNEED
- * through process_madvise, as os_guard_vec): the kernel flushes the TLBs
- * once for all of them, where installing markers over populated ranges
- * flushes once a range.  0 or the errno; ECANCELED: an active OS_OP_PURGE
+ * through process_madvise, as os_guard_vec): Linux 6.16 and later flush
+ * the TLBs once for all of them (counted one round; before, a round a
+ * range), where installing markers over populated ranges flushes once a
+ * range.  0 or the errno; ECANCELED: an active OS_OP_PURGE
  * injection, no call made. */
 int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n);
 /* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new

@@ -20,7 +20,9 @@
 	X(close_failures) X(alias_revocations) X(regrants_soon) \
 	X(spans_released_uffd) X(uffd_faults) X(uffd_fills) X(uffd_syscalls) \
 	X(touches_locked) X(spans_guarded) X(pages_populated) \
-	X(pages_shed) X(flush_rounds) X(flush_rounds_shared)
+	X(pages_shed) X(flush_rounds) X(flush_rounds_shared) \
+	X(flush_rounds_protect) X(flush_rounds_purge) X(flush_rounds_guard) \
+	X(flush_rounds_vector) X(flush_rounds_unmap)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
@@ -55,7 +57,9 @@
 	T(secret_mapped_bytes) T(secret_resident_bytes) T(aliases) T(alias_revocations) \
 	N(regrants_soon) T(uffd_armed) T(spans_released_uffd) T(uffd_faults) T(uffd_fills) T(uffd_syscalls) \
 	N(touches_locked) N(spare_bytes) N(spans_guarded) N(pages_populated) \
-	N(pages_shed) T(flush_rounds) T(flush_rounds_shared)
+	N(pages_shed) T(flush_rounds) T(flush_rounds_shared) \
+	T(flush_rounds_protect) T(flush_rounds_purge) T(flush_rounds_guard) \
+	T(flush_rounds_vector) T(flush_rounds_unmap)
 
 struct stats_global {
 #define X(n) uint64_t n;
@@ -79,9 +83,14 @@ extern struct stats_global g_stats;
  * of the process may run there (counted as shared when xpfo knows of more
  * than one thread).  An upper bound: a range none of whose pages were ever
  * touched needs no flush.  Counted by the OS layer only (src/os.c,
- * src/memfd.c). */
-static inline void stat_flush_round(void)
+ * src/memfd.c), by mechanism: stat_flush_round(protect) counts one in
+ * flush_rounds_protect as well (include/xpfo.h says which calls are
+ * which), so the mechanisms' counts sum to flush_rounds. */
+#define stat_flush_round(mech) stat_flush_round_in(&g_stats.flush_rounds_##mech)
+
+static inline void stat_flush_round_in(uint64_t *mech)
 {
+	__atomic_fetch_add(mech, 1, __ATOMIC_RELAXED);
 	stat_inc(flush_rounds);
 	if (__atomic_load_n(&g_stats.threads_known, __ATOMIC_RELAXED) > 1)
 		stat_inc(flush_rounds_shared);

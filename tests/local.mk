@@ -243,3 +243,13 @@ tests_flushrounds_CPPFLAGS = $(tests_linked_cppflags)
 tests_flushrounds_LDADD = $(tests_linked_ldadd)
 tests_flushrounds_LDFLAGS = $(tests_linked_ldflags)
 TESTS += tests/flushrounds
+
+# flush rounds of a two-thread free/reallocate loop: at most a bound a
+# 1,000 frees, the mechanisms summing to the total
+check_PROGRAMS += tests/crossrounds
+tests_crossrounds_CFLAGS = $(tests_cflags)
+tests_crossrounds_SOURCES = tests/crossrounds.c $(tests_common)
+tests_crossrounds_CPPFLAGS = $(tests_linked_cppflags)
+tests_crossrounds_LDADD = $(tests_linked_ldadd)
+tests_crossrounds_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/crossrounds

@@ -6,8 +6,12 @@
  * class sizes, vm.max_map_count, the VMA budget); that printing it does not
  * allocate (xpfo's own allocation counter does not move); and that a bad fd
  * is harmless.  stats-json.sh checks the full field list against xpfo.h.
+ * The text report's flush-rounds line names the mechanisms; a caller built
+ * before the per-mechanism fields (a smaller size) gets the struct up to
+ * its size and nothing written past it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +88,39 @@ static void check_values(const struct xpfo_stats *s)
 	check_value("size", "");
 	check_value("class_allocs", "[");
 	check_value("guards_skipped", "");
+	check_value("flush_rounds_protect", "");
+	check_value("flush_rounds_unmap", "");
+}
+
+static void check_text(void)
+{
+	capture(xpfo_stats_print);
+	const char *l = strstr(out, "xpfo:   flush rounds ");
+	CHECK(l != NULL, "no flush rounds line in the text report: %s", out);
+	const char *end = l ? strchr(l, '\n') : NULL;
+	static const char *const mech[] = { "protect ", "purge ", "guard ", "vector ", "unmap " };
+	for (unsigned k = 0; end && k < sizeof mech / sizeof *mech; k++) {
+		const char *m = strstr(l, mech[k]);
+		CHECK(m && m < end, "the flush rounds line names no %s: %.*s", mech[k],
+		      (int)(end - l), l);
+	}
+}
+
+/* An older caller's struct: up to flush_rounds_shared. */
+static void check_old_size(void)
+{
+	struct xpfo_stats s;
+	size_t old = offsetof(struct xpfo_stats, flush_rounds_protect);
+	memset(&s, 0xee, sizeof s);
+	CHECK(xpfo_stats_get(&s, old) == 0, "xpfo_stats_get of %zu bytes failed: %s", old,
+	      strerror(errno));
+	CHECK(s.size == old, "xpfo_stats_get of %zu bytes set size %llu", old,
+	      (unsigned long long)s.size);
+	const unsigned char *past = (const unsigned char *)&s + old;
+	size_t bad = 0;
+	for (size_t i = 0; i < sizeof s - old; i++)
+		bad += past[i] != 0xee;
+	CHECK(bad == 0, "xpfo_stats_get of %zu bytes wrote %zu bytes past them", old, bad);
 }
 
 int main(void)
@@ -104,6 +141,8 @@ int main(void)
 	fprintf(stderr, "statsprint: %zu bytes of JSON\n", n);
 	check_shape(n);
 	check_values(&a);
+	check_text();
+	check_old_size();
 	xpfo_stats_print_json(-1); /* fd closed or never open: nothing happens */
 	for (unsigned i = 0; i < 64; i++)
 		free(keep[i]);
