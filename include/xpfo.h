@@ -304,6 +304,10 @@ struct xpfo_stats {
 	uint64_t flush_rounds_shared;   /* of those, made while xpfo knew of another live
 					   thread of the process: the rounds whose flush may
 					   interrupt other CPUs */
+	/* thread exit */
+	uint64_t pages_orphaned;        /* pages of runs an exiting thread left queued for the
+					   next thread of their compartment (its orphan gather) */
+	uint64_t pages_adopted;         /* of those, pages a later thread took back */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

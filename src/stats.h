@@ -20,7 +20,8 @@
 	X(close_failures) X(alias_revocations) X(regrants_soon) \
 	X(spans_released_uffd) X(uffd_faults) X(uffd_fills) X(uffd_syscalls) \
 	X(touches_locked) X(spans_guarded) X(pages_populated) \
-	X(pages_shed) X(flush_rounds) X(flush_rounds_shared)
+	X(pages_shed) X(flush_rounds) X(flush_rounds_shared) \
+	X(pages_orphaned) X(pages_adopted)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
@@ -55,7 +56,7 @@
 	T(secret_mapped_bytes) T(secret_resident_bytes) T(aliases) T(alias_revocations) \
 	N(regrants_soon) T(uffd_armed) T(spans_released_uffd) T(uffd_faults) T(uffd_fills) T(uffd_syscalls) \
 	N(touches_locked) N(spare_bytes) N(spans_guarded) N(pages_populated) \
-	N(pages_shed) T(flush_rounds) T(flush_rounds_shared)
+	N(pages_shed) T(flush_rounds) T(flush_rounds_shared) N(pages_orphaned) N(pages_adopted)
 
 struct stats_global {
 #define X(n) uint64_t n;
