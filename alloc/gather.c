@@ -491,8 +491,7 @@ static void orphans_count(struct gather *p, unsigned before)
 /* What an orphan gather may hold: an eighth of a thread's batch, runs and
  * pages (the pages of clean spares, never written nor resident, are not
  * counted).  Its frames are what the next threads reuse, and what peak
- * RSS pays: with a whole batch genchurn's peak was 1.6 times glibc's, with
- * a quarter 1.14. */
+ * RSS pays for what they do not (design.md, "Orphan gathers"). */
 #define ORPHAN_RUNS (opt.batch / 8 ? opt.batch / 8 : 1)
 #define ORPHAN_PAGES (opt.batch_pages / 8 ? opt.batch_pages / 8 : 1)
 
