@@ -282,7 +282,7 @@ struct xpfo_stats {
 					   the slot was not the thread's own nor root's */
 	/* thread heaps */
 	uint64_t spare_bytes;           /* now: empty slabs of exited threads kept, accessible to
-					   their compartment, for its next thread (at most 512 KiB
+					   their compartment, for its next thread (at most 4 MiB
 					   a compartment) */
 	/* revocation */
 	uint64_t spans_guarded;         /* spans revoked with guard markers (release=guard) */
