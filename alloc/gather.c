@@ -649,6 +649,7 @@ void revoke_orphans_destroy(struct tstate *t, struct xpfo_compartment *c)
 void revoke_orphans_fork_child(void)
 {
 	unsigned runs = 0;
+	pthread_mutex_init(&orphan_make_lock, NULL);
 	for (unsigned id = 0; id < MAX_COMPARTMENTS; id++) {
 		struct orphans *o = orphan_pool[id];
 		if (!o)
