@@ -385,6 +385,20 @@ void gather_init(struct gather *g);
 /* In a fork child: drop (never apply) a gather its thread was changing at
  * the fork. */
 void revoke_fork_orphan(struct tstate *t);
+/* Thread exit: the thread's queued runs go to their compartments' orphan
+ * gathers, for the next threads to take back (revoke_cancel); what cannot
+ * go is applied (FR_THREAD_EXIT). */
+void revoke_orphan_exit(struct tstate *t);
+/* Apply every orphan gather (counted as flushes for why); 0 or an errno.
+ * A locked thread (xpfo_lock_thread) leaves them to the others. */
+int revoke_orphans_apply(struct tstate *t, enum flush_reason why);
+/* c is being destroyed (no longer live): its orphan gather is applied. */
+void revoke_orphans_destroy(struct tstate *t, struct xpfo_compartment *c);
+/* Fork child: the orphan gathers' locks made anew; one a thread was
+ * changing at the fork is dropped, not applied (revoke_fork_orphan). */
+void revoke_orphans_fork_child(void);
+/* Some orphan gather holds runs (a flush for lack of free pages applies them). */
+bool revoke_orphans_waiting(void);
 /* Take back a queued run of the same owner (cancel its revocation); flags:
  * RF_GUARDED, and RF_CLASS(cls) to prefer a retired slab of class cls. */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,

@@ -585,6 +585,7 @@ int comp_destroy(struct xpfo_compartment *c)
 	c->epoch++;
 	c->open = 0;
 	pthread_mutex_unlock(&c->lock);
+	revoke_orphans_destroy(tl_state, c);
 	pkeys_comp_destroyed(c);
 	comp_destroy_pages(c);
 	pages_unreserve(c); /* no locked thread is left in it (inside == 0) */
@@ -658,6 +659,10 @@ struct xpfo_compartment *comp_enter(struct tstate *t, struct xpfo_compartment *c
 	if (!h)
 		return fail_null(ENOMEM);
 	revoke_flush(t, FR_SWITCH);
+	/* root's walk (root_access) finds none of its runs queued: the
+	 * orphan gathers go too */
+	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT))
+		revoke_orphans_apply(t, FR_SWITCH);
 	thread_switch(t, h);
 	if (strict && !(prev->flags & XPFO_COMPARTMENT_STRICT))
 		root_access(false, c);
@@ -678,8 +683,10 @@ void comp_leave(struct tstate *t, struct xpfo_compartment *previous)
 	}
 	struct xpfo_compartment *cur = t->heap->comp;
 	revoke_flush(t, FR_SWITCH);
-	if ((cur->flags & XPFO_COMPARTMENT_STRICT) && !(previous->flags & XPFO_COMPARTMENT_STRICT))
+	if ((cur->flags & XPFO_COMPARTMENT_STRICT) && !(previous->flags & XPFO_COMPARTMENT_STRICT)) {
+		revoke_orphans_apply(t, FR_SWITCH);
 		root_access(true, NULL);
+	}
 	thread_switch(t, h);
 	t->depth--;
 }

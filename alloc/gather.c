@@ -261,15 +261,12 @@ static uint16_t gather_find(const struct gather *g, size_t npages, size_t align,
 	return GATHER_NIL;
 }
 
-uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
-			enum range_kind k, unsigned flags)
+/* Take back npages of queued run `found` of g: the thread's own gather,
+ * or an orphan gather under its lock.  Returns the address, or 0 when a
+ * walk closed the run since and it could not be reopened. */
+static uintptr_t cancel_at(struct tstate *t, struct gather *g, uint16_t found, size_t npages,
+			   uint16_t owner, enum range_kind k, unsigned flags)
 {
-	struct gather *g = &t->g;
-	size_t align = align_pages << PAGE_SHIFT;
-	g->taken = 0;
-	uint16_t found = gather_find(g, npages, align, owner, k, flags);
-	if (found == GATHER_NIL)
-		return 0;
 	struct range *r = &g->r[found];
 	uintptr_t a = take_at(r, npages, flags);
 	/* a guarded run's tail: its pages point at the run's head */
@@ -305,14 +302,29 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	if (locked)
 		pthread_mutex_unlock(&c->lock);
 	if ((r->npages == npages && RF_CLASS_OF(r->flags) >= 0) || (r->flags & RF_CLEAN)) {
-		g->taken = a;
-		g->taken_cls = RF_CLASS_OF(r->flags);
-		g->taken_clean = r->flags & RF_CLEAN;
+		t->g.taken = a;
+		t->g.taken_cls = RF_CLASS_OF(r->flags);
+		t->g.taken_clean = r->flags & RF_CLEAN;
 	}
 	gather_shrink(g, found, npages, tail);
 	t->st.pages_cancelled += npages;
 	gather_busy(g, false);
 	return a;
+}
+
+static uintptr_t orphan_cancel(struct tstate *t, size_t npages, size_t align, uint16_t owner,
+			       enum range_kind k, unsigned flags);
+
+uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
+			enum range_kind k, unsigned flags)
+{
+	struct gather *g = &t->g;
+	size_t align = align_pages << PAGE_SHIFT;
+	g->taken = 0;
+	uint16_t found = gather_find(g, npages, align, owner, k, flags);
+	if (found == GATHER_NIL)
+		return orphan_cancel(t, npages, align, owner, k, flags);
+	return cancel_at(t, g, found, npages, owner, k, flags);
 }
 
 int revoke_taken_class(const struct tstate *t, uintptr_t a)
@@ -416,4 +428,238 @@ void gather_restore(struct gather *g, unsigned keep)
 		g->pages += g->r[i].npages;
 	}
 	g->n = g->live = keep;
+}
+
+/* ---- orphan gathers: the queued runs of exited threads ---------------------
+ *
+ * At its exit a thread's queued runs go to the orphan gather of their
+ * compartment instead of being revoked (and, with guard markers or past
+ * `retain`, purged): the next thread of that compartment takes them back
+ * as it would its own (revoke_cancel), with no syscall and no page fault,
+ * as mimalloc's abandoned segments pass a dead thread's pages on.  They are
+ * still queued: PG_PENDING, never handed to another owner (I2), reachable
+ * by their own owner only, as in the gather they came from.  The bound:
+ * an orphan gather is applied once ORPHAN_RUNS runs or ORPHAN_PAGES pages
+ * were orphaned into it since it was last applied (the exit that passes
+ * it applies it, keeping its newest runs up to half of each bound, not
+ * counted again), by any thread's full flush, xpfo_flush, malloc_trim, a
+ * flush for lack of free pages, a STRICT compartment's enter or leave, and
+ * the destroy of its compartment. */
+struct orphans {
+	pthread_mutex_t lock;
+	struct gather g;
+};
+
+static struct orphans *orphan_pool[MAX_COMPARTMENTS];
+static pthread_mutex_t orphan_make_lock = PTHREAD_MUTEX_INITIALIZER;
+/* runs in all orphan gathers (each one's lock): flushes look here first */
+static unsigned orphan_runs;
+
+static struct orphans *orphans_of(uint16_t id, bool make)
+{
+	struct orphans *o = __atomic_load_n(&orphan_pool[id], __ATOMIC_ACQUIRE);
+	if (o || !make)
+		return o;
+	pthread_mutex_lock(&orphan_make_lock);
+	o = orphan_pool[id];
+	if (!o && (o = meta_alloc(sizeof *o)) != NULL) {
+		pthread_mutex_init(&o->lock, NULL);
+		gather_init(&o->g);
+		__atomic_store_n(&orphan_pool[id], o, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&orphan_make_lock);
+	return o;
+}
+
+/* Could the next thread take r back at all (fits)?  Only then it waits. */
+static bool orphan_eligible(const struct range *r)
+{
+	struct xpfo_compartment *c = comp_table[r->owner];
+	return r->npages && c && !secret_comp(c) &&
+	       !alias_in(r->addr, (size_t)r->npages << PAGE_SHIFT) &&
+	       !(opt.quarantine_large && !(r->flags & RF_SPARE));
+}
+
+static void orphans_count(struct gather *p, unsigned before)
+{
+	if (p->live > before)
+		__atomic_add_fetch(&orphan_runs, p->live - before, __ATOMIC_RELAXED);
+	else if (p->live < before)
+		__atomic_sub_fetch(&orphan_runs, before - p->live, __ATOMIC_RELAXED);
+}
+
+/* What an orphan gather may hold: an eighth of a thread's batch, runs and
+ * pages (the pages of clean spares, never written nor resident, are not
+ * counted).  Its frames are what the next threads reuse, and what peak
+ * RSS pays for what they do not (design.md, "Orphan gathers"). */
+#define ORPHAN_RUNS (opt.batch / 8 ? opt.batch / 8 : 1)
+#define ORPHAN_PAGES (opt.batch_pages / 8 ? opt.batch_pages / 8 : 1)
+
+static uint32_t orphan_weight(const struct range *r)
+{
+	return (r->flags & RF_CLEAN) ? 0 : r->npages;
+}
+
+/* The newest runs of p an exit keeps queued when it applies p: up to half
+ * of each bound. */
+static unsigned orphan_keep(const struct gather *p)
+{
+	unsigned keep = 0;
+	uint64_t pages = 0;
+	for (unsigned i = p->n; i-- > 0 && keep < ORPHAN_RUNS / 2;) {
+		if (!p->r[i].npages)
+			continue;
+		if (pages + orphan_weight(&p->r[i]) > ORPHAN_PAGES / 2)
+			break;
+		pages += orphan_weight(&p->r[i]);
+		keep++;
+	}
+	return keep;
+}
+
+/* Move t's eligible runs of owner into its orphan gather o (locked);
+ * false when the compartment is no longer live (they stay with t). */
+static bool orphan_move(struct tstate *t, struct orphans *o, uint16_t owner)
+{
+	struct gather *g = &t->g, *p = &o->g;
+	struct xpfo_compartment *c = comp_table[owner];
+	if (!c || !__atomic_load_n(&c->live, __ATOMIC_ACQUIRE))
+		return false;
+	unsigned incoming = 0, before = p->live;
+	for (unsigned i = 0; i < g->n; i++)
+		if (g->r[i].owner == owner && orphan_eligible(&g->r[i]))
+			incoming++;
+	if (p->n + incoming > GATHER_MAX) /* no room: the old ones go first */
+		gather_apply(t, p, FR_THREAD_EXIT, 0);
+	gather_busy(g, true);
+	gather_busy(p, true);
+	if (!p->live || (int32_t)(g->destroy_serial - p->destroy_serial) < 0)
+		p->destroy_serial = g->destroy_serial; /* the older: flush carefully */
+	for (unsigned i = 0; i < g->n; i++) {
+		struct range *r = &g->r[i];
+		if (r->owner != owner || !orphan_eligible(r))
+			continue;
+		uint16_t j = (uint16_t)p->n++;
+		if (p->n > p->hwm)
+			p->hwm = p->n;
+		unlink_entry(g, (uint16_t)i);
+		p->r[j] = *r;
+		link(p, j);
+		p->live++;
+		p->pages += r->npages;
+		p->frees++;
+		p->free_pages += orphan_weight(r);
+		stat_add(pages_orphaned, r->npages);
+		g->live--;
+		g->pages -= r->npages;
+		r->npages = 0;
+	}
+	gather_busy(p, false);
+	gather_busy(g, false);
+	if (p->frees >= ORPHAN_RUNS || p->free_pages >= ORPHAN_PAGES)
+		gather_apply(t, p, FR_THREAD_EXIT, orphan_keep(p));
+	orphans_count(p, before);
+	return true;
+}
+
+void revoke_orphan_exit(struct tstate *t)
+{
+	struct gather *g = &t->g;
+	/* a locked thread's runs are applied by its executor, as before */
+	if (opt.revoke != REVOKE_EAGER && !tl_sandbox_locked) {
+		for (unsigned i = 0; i < g->n && g->live; i++) {
+			const struct range *r = &g->r[i];
+			if (!orphan_eligible(r))
+				continue;
+			uint16_t owner = r->owner;
+			struct orphans *o = orphans_of(owner, true);
+			if (!o)
+				break; /* no metadata: applied below */
+			pthread_mutex_lock(&o->lock);
+			bool moved = orphan_move(t, o, owner);
+			pthread_mutex_unlock(&o->lock);
+			if (!moved)
+				break;
+		}
+	}
+	revoke_flush(t, FR_THREAD_EXIT);
+}
+
+static uintptr_t orphan_cancel(struct tstate *t, size_t npages, size_t align, uint16_t owner,
+			       enum range_kind k, unsigned flags)
+{
+	struct orphans *o = orphans_of(owner, false);
+	if (!o || !__atomic_load_n(&o->g.live, __ATOMIC_RELAXED) || tl_sandbox_locked)
+		return 0;
+	uintptr_t a = 0;
+	pthread_mutex_lock(&o->lock);
+	unsigned before = o->g.live;
+	uint16_t found = gather_find(&o->g, npages, align, owner, k, flags);
+	if (found != GATHER_NIL)
+		a = cancel_at(t, &o->g, found, npages, owner, k, flags);
+	orphans_count(&o->g, before);
+	pthread_mutex_unlock(&o->lock);
+	if (a)
+		stat_add(pages_adopted, npages);
+	return a;
+}
+
+static int orphans_apply_one(struct tstate *t, struct orphans *o, enum flush_reason why)
+{
+	int err = 0;
+	pthread_mutex_lock(&o->lock);
+	unsigned before = o->g.live;
+	if (o->g.live)
+		err = gather_apply(t, &o->g, why, 0);
+	else
+		gather_init(&o->g);
+	orphans_count(&o->g, before);
+	pthread_mutex_unlock(&o->lock);
+	return err;
+}
+
+bool revoke_orphans_waiting(void)
+{
+	return __atomic_load_n(&orphan_runs, __ATOMIC_RELAXED) != 0;
+}
+
+int revoke_orphans_apply(struct tstate *t, enum flush_reason why)
+{
+	int err = 0;
+	if (!__atomic_load_n(&orphan_runs, __ATOMIC_RELAXED) || tl_sandbox_locked)
+		return 0;
+	for (unsigned id = 0; id < MAX_COMPARTMENTS; id++) {
+		struct orphans *o = orphans_of((uint16_t)id, false);
+		if (o && __atomic_load_n(&o->g.live, __ATOMIC_RELAXED)) {
+			int e = orphans_apply_one(t, o, why);
+			if (!err)
+				err = e;
+		}
+	}
+	return err;
+}
+
+void revoke_orphans_destroy(struct tstate *t, struct xpfo_compartment *c)
+{
+	struct orphans *o = orphans_of(c->id, false);
+	if (o)
+		orphans_apply_one(t, o, FR_OTHER);
+}
+
+void revoke_orphans_fork_child(void)
+{
+	unsigned runs = 0;
+	pthread_mutex_init(&orphan_make_lock, NULL);
+	for (unsigned id = 0; id < MAX_COMPARTMENTS; id++) {
+		struct orphans *o = orphan_pool[id];
+		if (!o)
+			continue;
+		pthread_mutex_init(&o->lock, NULL);
+		if (__atomic_load_n(&o->g.busy, __ATOMIC_ACQUIRE)) {
+			gather_init(&o->g);
+			o->g.busy = 0;
+		}
+		runs += o->g.live;
+	}
+	orphan_runs = runs;
 }

@@ -609,20 +609,12 @@ static void retain_trim(void)
 	__atomic_store_n(&trimming, false, __ATOMIC_RELEASE);
 }
 
-int revoke_flush(struct tstate *t, enum flush_reason why)
+int gather_apply(struct tstate *t, struct gather *g, enum flush_reason why, unsigned keep)
 {
-	struct gather *g = &t->g;
-	if (why == FR_EXPLICIT) /* the program says a phase ends: spans start small */
-		g->span = 0;
-	if (!g->live) {
-		gather_init(g);
-		return 0;
-	}
 	count_flush(why);
 	gather_busy(g, true); /* until the kept runs are back */
 	uint64_t pages = g->pages;
 	bool careful;
-	unsigned keep = gather_keep(g, why);
 	unsigned n = gather_take(g, &careful, keep);
 	int err = gather_protect(g->r, n, pages);
 	gather_untake(careful, n);
@@ -631,6 +623,27 @@ int revoke_flush(struct tstate *t, enum flush_reason why)
 	gather_restore(g, keep);
 	gather_busy(g, false);
 	retain_trim();
+	return err;
+}
+
+int revoke_flush(struct tstate *t, enum flush_reason why)
+{
+	struct gather *g = &t->g;
+	int err = 0;
+	if (why == FR_EXPLICIT) /* the program says a phase ends: spans start small */
+		g->span = 0;
+	if (!g->live)
+		gather_init(g);
+	else
+		err = gather_apply(t, g, why, gather_keep(g, why));
+	/* the runs exited threads left queued go too (gather.c's orphans),
+	 * but at a thread's exit (bounded there) and at a switch (the
+	 * STRICT ones apply them themselves) */
+	if (why != FR_THREAD_EXIT && why != FR_SWITCH && why != FR_EAGER) {
+		int e = revoke_orphans_apply(t, why);
+		if (!err)
+			err = e;
+	}
 	return err;
 }
 

@@ -37,6 +37,11 @@ unsigned gather_take(struct gather *g, bool *careful, unsigned keep);
 unsigned gather_keep(const struct gather *g, enum flush_reason why);
 void gather_restore(struct gather *g, unsigned keep);
 
+/* ---- revoke.c: applying a gather ------------------------------------------- */
+/* Apply g's runs but its `keep` newest (a thread's, or an orphan gather
+ * under its lock), counted as a flush for why; 0 or an errno. */
+int gather_apply(struct tstate *t, struct gather *g, enum flush_reason why, unsigned keep);
+
 /* ---- revoke.c: what the revocation found working -------------------------- */
 bool revoke_marks_seen(void);    /* guard markers were installed */
 /* Root's spans are revoked with guard markers, many in one call (both seen

@@ -144,7 +144,7 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 				     clean);
 	else
 		a = pages_alloc(c, take, align_pages, tag, clean);
-	if (!a && t->g.live) {
+	if (!a && (t->g.live || revoke_orphans_waiting())) {
 		revoke_flush(t, FR_REUSE);
 		a = pages_alloc(c, take = total, align_pages, tag, clean);
 	}
@@ -174,7 +174,7 @@ static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t
 {
 	size_t span = np + guard;
 	uintptr_t a = huge_alloc(c, span, align, clean);
-	if (!a && t->g.live) {
+	if (!a && (t->g.live || revoke_orphans_waiting())) {
 		revoke_flush(t, FR_REUSE);
 		a = huge_alloc(c, span, align, clean);
 	}

@@ -158,7 +158,7 @@ static bool slab_keep_empty(struct theap *h, struct slab *s)
  * thread).  The pages stay their compartment's, as a heap's kept empty
  * slabs do, free slots filled; the bound is per compartment, not per
  * thread. */
-#define SPARE_PAGES 128
+#define SPARE_PAGES 1024
 
 /* pages_lock held; true when s is (now) counted as a spare */
 static bool slab_spare(struct xpfo_compartment *c, struct slab *s)

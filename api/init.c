@@ -236,15 +236,18 @@ static void tstate_free(struct tstate *t)
 	meta_free_zero(t, sizeof *t, &t->g.r[t->g.hwm], &t->g.r[GATHER_MAX]);
 }
 
-/* Thread exit: apply the gather, hand the slabs to the compartment, fold
- * the counters into the global ones. */
+/* Thread exit: hand the slabs to the compartment, the queued runs to the
+ * compartments' orphan gathers (what cannot go there is applied), fold the
+ * counters into the global ones.  A thread that dies inside a compartment
+ * applies its gather before it leaves it, as a switch does. */
 static void tstate_retire(struct tstate *t)
 {
 	harden_quarantine_drain(t);
-	revoke_flush(t, FR_THREAD_EXIT);
+	if (t->depth || t->heap != &t->root_heap)
+		revoke_flush(t, FR_THREAD_EXIT);
 	comp_thread_exit(t);
 	slab_abandon(t, &t->root_heap);
-	revoke_flush(t, FR_THREAD_EXIT);
+	revoke_orphan_exit(t);
 	revoke_quarantine_drain(t);
 	if (t->q.slot)
 		meta_free(t->q.slot, opt.quarantine * sizeof *t->q.slot);
@@ -318,6 +321,7 @@ static void fork_child(void)
 	uffd_fork_child(); /* before the gathers below are applied */
 	if (self)
 		self->tid = os_gettid();
+	revoke_orphans_fork_child();
 	for (;;) {
 		pthread_mutex_lock(&threads_lock);
 		struct tstate *t = threads;

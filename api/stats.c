@@ -122,7 +122,7 @@ XPFO_EXPORT int xpfo_stats_get(struct xpfo_stats *out, size_t size)
 
 static void line(int fd, const char *fmt, ...)
 {
-	char buf[256];
+	char buf[400];
 	va_list ap;
 	va_start(ap, fmt);
 	size_t n = fmt_buf(buf, sizeof buf - 1, fmt, ap);
@@ -170,7 +170,7 @@ static void print_classes(int fd, const struct xpfo_stats *s)
 /* The fields no summary line shows (N in XPFO_STATS_FIELDS), by name. */
 static void print_more(int fd, const struct xpfo_stats *s)
 {
-	char buf[200];
+	char buf[320];
 	size_t at = 0;
 #define NONE(n)
 #define MORE(n) at += fmt_str(buf + at, sizeof buf - at, "%s" #n " %u", at ? ", " : "", s->n);

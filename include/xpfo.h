@@ -286,7 +286,7 @@ struct xpfo_stats {
 					   the slot was not the thread's own nor root's */
 	/* thread heaps */
 	uint64_t spare_bytes;           /* now: empty slabs of exited threads kept, accessible to
-					   their compartment, for its next thread (at most 512 KiB
+					   their compartment, for its next thread (at most 4 MiB
 					   a compartment) */
 	/* revocation */
 	uint64_t spans_guarded;         /* spans revoked with guard markers (release=guard) */
@@ -319,6 +319,10 @@ struct xpfo_stats {
 	uint64_t flush_rounds_unmap;    /* munmap, a mapping replaced or moved (mmap
 					   MAP_FIXED, mremap), a shared file truncated or
 					   punched */
+	/* thread exit */
+	uint64_t pages_orphaned;        /* pages of runs an exiting thread left queued for the
+					   next thread of their compartment (its orphan gather) */
+	uint64_t pages_adopted;         /* of those, pages a later thread took back */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -2,7 +2,7 @@
  * (alloc/slab.c, slab_keep_empty: at most keep_empty pages, 4,096 by
  * default, 64 in the strict profile) instead of retiring each at once; when
  * its thread exits, they stay with their compartment as spares for its next
- * thread, at most 128 pages of them a compartment (slab_spare), and the
+ * thread, at most 1,024 pages of them a compartment (slab_spare), and the
  * rest retire (issue 11: a program of short threads revoked and granted a
  * thread's slabs at every exit; hash faulted its slabs in again at every
  * round).  Past 64 kept pages, fresh pages the heap takes retire as many
@@ -13,11 +13,11 @@
  * revocation (revoke_queued).  Under keep_empty=64 between 2 and 65 slabs
  * must stay (64 kept, and the one the heap allocates from, which never
  * retires) and none is shed; under the default none retires.  After its
- * exit, every slab is retired or a spare (spare_bytes), no more than 128
- * pages.  Then three threads do the same at once and exit together: spares
- * from more than one of them, still no more than 128 pages.  Last, a new
- * thread that allocates 128 slabs' worth of blocks takes every spare (none
- * is left).
+ * exit, every slab is retired or a spare (spare_bytes), no more than 1,024
+ * pages.  Then six threads do the same at once and exit together: spares
+ * from more than one of them, still no more than 1,024 pages (1,200 were
+ * empty).  Last, a new thread that allocates 1,024 slabs' worth of blocks
+ * takes every spare (none is left).
  *
  * Shedding (default bound): a thread that kept its 199 empty slabs takes
  * 20 runs of 64 KiB on fresh pages: 135 kept pages retire (down to 64),
@@ -34,11 +34,12 @@
 
 #define SLABS 200
 #define PER_SLAB 128 /* 24 bytes (+ an 8-byte canary): the 32-byte class */
-#define SPARE_MAX 128 /* pages (alloc/slab.c SPARE_PAGES) */
+#define SPARE_MAX 1024 /* pages (alloc/slab.c SPARE_PAGES) */
+#define NTOGETHER 6
 #define KEEP_BASE 64  /* pages kept whatever is shed (alloc/heap.h) */
 #define RUNS 20
 #define PAGE 4096u
-static void *blocks[3][SLABS * PER_SLAB];
+static void *blocks[NTOGETHER][SLABS * PER_SLAB];
 static struct xpfo_stats s0, s1, s2;
 static pthread_barrier_t together;
 
@@ -60,7 +61,7 @@ static void *one(void *arg)
 	return r;
 }
 
-static void *three(void *arg)
+static void *together_one(void *arg)
 {
 	void *r = fill_free(arg);
 	pthread_barrier_wait(&together);
@@ -98,7 +99,7 @@ static int run(void *(*fn)(void *), void *arg)
 
 #define D(a, b, f) ((unsigned long long)((b).f - (a).f))
 
-/* One thread, then three, then a taker; kept: the heap's bound in pages. */
+/* One thread, then NTOGETHER, then a taker; kept: the heap's bound in pages. */
 static int keep(unsigned long kept)
 {
 	xpfo_stats_get(&s0, sizeof s0);
@@ -113,19 +114,19 @@ static int keep(unsigned long kept)
 	if (retired < lo || retired > (kept >= SLABS ? 0 : SLABS - 2) || shed ||
 	    at_exit + spare != SLABS || spare > SPARE_MAX)
 		return 1;
-	pthread_t t[3];
-	if (pthread_barrier_init(&together, NULL, 3))
+	pthread_t t[NTOGETHER];
+	if (pthread_barrier_init(&together, NULL, NTOGETHER))
 		return 99;
-	for (int i = 0; i < 3; i++)
-		if (pthread_create(&t[i], NULL, three, blocks[i]))
+	for (int i = 0; i < NTOGETHER; i++)
+		if (pthread_create(&t[i], NULL, together_one, blocks[i]))
 			return 99;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NTOGETHER; i++)
 		if (pthread_join(t[i], NULL))
 			return 99;
 	xpfo_stats_get(&s1, sizeof s1);
 	spare = s1.spare_bytes / PAGE;
-	printf("three threads: spares %llu\n", spare);
-	if (spare > SPARE_MAX || spare <= 65)
+	printf("%d threads: spares %llu\n", NTOGETHER, spare);
+	if (spare > SPARE_MAX || spare <= SLABS)
 		return 2;
 	if (run(taker, NULL))
 		return 99;
@@ -171,10 +172,10 @@ int main(int argc, char **argv)
 		return shed();
 	check("XPFO_OPTIONS=keep_empty=64", "--keep", "64",
 	      "2..65 empty slabs stay with a running thread, none shed; at its exit spares, at "
-	      "most 128 pages (also from three threads at once); a new thread takes them");
+	      "most 1,024 pages (also from six threads at once); a new thread takes them");
 	check("XPFO_OPTIONS", "--keep", "4096",
 	      "every empty slab stays with a running thread (default bound); at its exit spares, "
-	      "at most 128 pages; a new thread takes them");
+	      "at most 1,024 pages; a new thread takes them");
 	check("XPFO_OPTIONS", "--shed", NULL,
 	      "fresh runs taken by a heap keeping 199 empty slabs retire all but 64 of them");
 	tu_exit();

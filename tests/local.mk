@@ -226,6 +226,16 @@ tests_genleak_CPPFLAGS = $(tests_linked_cppflags)
 tests_genleak_LDADD = $(tests_linked_ldadd)
 tests_genleak_LDFLAGS = $(tests_linked_ldflags)
 
+# The runs an exiting thread leaves queued: taken back by the next thread
+# (counts), and revoked by xpfo_flush and malloc_trim.
+check_PROGRAMS += tests/orphan
+TESTS += tests/orphan
+tests_orphan_CFLAGS = $(tests_cflags)
+tests_orphan_SOURCES = tests/orphan.c $(tests_common)
+tests_orphan_CPPFLAGS = $(tests_linked_cppflags)
+tests_orphan_LDADD = $(tests_linked_ldadd)
+tests_orphan_LDFLAGS = $(tests_linked_ldflags)
+
 check_PROGRAMS += tests/hugegauge
 TESTS += tests/hugegauge
 tests_hugegauge_CFLAGS = $(tests_cflags)
