@@ -502,11 +502,20 @@ void segs_release(size_t *idx, size_t n)
 		 * protection splits of its VMAs.  A failure leaves old contents
 		 * behind: those segments are kept out of the pool. */
 		alias_revoke_range(heap_base + (idx[k] << SEG_SHIFT), (j - k) * SEG_SIZE);
-		int e = os_remap((void *)(heap_base + (idx[k] << SEG_SHIFT)), (j - k) * SEG_SIZE,
-				 opt.revoke == REVOKE_OFF ? OS_RW : OS_NONE);
+		void *at = (void *)(heap_base + (idx[k] << SEG_SHIFT));
+		const char *what = "purge (released segments)";
+		int e = os_remap(at, (j - k) * SEG_SIZE, opt.revoke == REVOKE_OFF ? OS_RW : OS_NONE);
 		if (!e) {
 			stat_inc(purges);
 			stat_add(pages_purged, (j - k) * SEG_PAGES);
+		} else if (opt.revoke != REVOKE_OFF) {
+			/* a huge block's release is its revocation (revoke.c
+			 * remap_only): kept out of the pool, and out of reach */
+			int pe = os_protect(at, (j - k) * SEG_SIZE, OS_NONE);
+			if (pe) {
+				what = "revoke (released segments)";
+				e = pe;
+			}
 		}
 		pthread_mutex_lock(&pages_lock);
 		for (size_t m = k; m < j; m++) {
@@ -526,7 +535,7 @@ void segs_release(size_t *idx, size_t n)
 		}
 		pthread_mutex_unlock(&pages_lock);
 		if (e) /* the entries stay as they were: `releasing` says quarantined */
-			policy_failed("purge (released segments)", e,
+			policy_failed(what, e,
 				      heap_base + (idx[k] << SEG_SHIFT), (j - k) * SEG_PAGES);
 		k = j;
 	}

@@ -488,6 +488,18 @@ static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min
 	b->n = 0;
 }
 
+/* A freed huge block whose segments go straight back to the pool: they
+ * are mapped afresh there (pages.c segs_release), one call that takes
+ * access and frames away together, so it is not protected first (two
+ * flush rounds a block).  Not where the run quarantine holds it revoked,
+ * nor for a locked thread (its executor does its calls), nor under
+ * release=uffd or revoke=off (nothing taken away here anyway). */
+static bool remap_only(const struct range *r)
+{
+	return r->kind == RK_HUGE && opt.revoke != REVOKE_OFF && !opt.quarantine_large &&
+	       !tl_sandbox_locked && !uffd_release_on();
+}
+
 /* Step one: take access away from every span (and purge what must go);
  * spans that get guard markers, in batches of OS_GUARD_VEC. */
 static int gather_protect(struct range *r, unsigned n, uint64_t pages)
@@ -499,8 +511,14 @@ static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 	struct guard_batch b;
 	b.n = 0;
 	for (unsigned i = 0; i < n;) {
+		if (remap_only(&r[i])) { /* revoked by its release (gather_release) */
+			stat_add(pages_revoked, r[i].npages);
+			r[i].purged = 1;
+			i++;
+			continue;
+		}
 		unsigned j = i + 1;
-		while (j < n && r[j].addr == range_end(&r[j - 1]))
+		while (j < n && r[j].addr == range_end(&r[j - 1]) && !remap_only(&r[j]))
 			j++;
 		if (span_how(r, i, j, HOW_WATCHED) == HOW_MARKS_BATCH) {
 			b.i[b.n] = (uint16_t)i;
