@@ -403,6 +403,12 @@ void revoke_fork_orphan(struct tstate *t);
  * RF_GUARDED, and RF_CLASS(cls) to prefer a retired slab of class cls. */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
 			enum range_kind k, unsigned flags);
+/* Take back a queued huge block of owner's in nsegs segments at a
+ * multiple of align_pages, for a new one of np pages: its address, its
+ * length in *old_np (still its pages open: the caller opens or closes the
+ * difference), or 0. */
+uintptr_t revoke_cancel_huge(struct tstate *t, size_t nsegs, size_t align_pages, uint16_t owner,
+			     size_t np, size_t *old_np);
 /* The size class of the retired slab whose whole run the thread's last
  * revoke_cancel took back, if that returned a; else -1. */
 int revoke_taken_class(const struct tstate *t, uintptr_t a);
