@@ -483,9 +483,10 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
  * the old one had.  Only the same owner's (I2: the owner never changed;
  * a segment that changes hands is mapped afresh, segs_release).  Not with
  * retain=0 (no revoked page stays resident), nor for secret or aliased
- * backing (their release revokes the other views).  Released by
- * malloc_trim and the retain sweep (pages_purge_all), and with their
- * compartment.  The gauges count a kept block resident, not mapped, and
+ * backing (their release revokes the other views), nor a block realloc
+ * moved out of (heap.c).  Released by malloc_trim and the retain sweep
+ * (pages_purge_all), by an allocation that finds no unused segment
+ * (pages_drop_kept), and with their compartment.  The gauges count a kept block resident, not mapped, and
  * huge_kept_pages apart from the retained pages of carved segments. */
 #define HUGE_KEEP_SEGS 4
 
