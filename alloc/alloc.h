@@ -135,6 +135,7 @@ struct xpfo_compartment {
 	struct segment *segs;             /* segments it carves runs from (pages_lock) */
 	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (pages_lock) */
 	uint32_t spare_pages;             /* of empty abandoned slabs (pages_lock) */
+	uint32_t huge_kept;               /* segments of its revoked huge blocks kept (pages_lock) */
 	uint32_t xsegs[COMP_XSEGS];       /* other segments holding runs transferred to it */
 	unsigned nxsegs;                  /* > COMP_XSEGS: walk every segment */
 	struct xpfo_compartment *next_free;
@@ -179,6 +180,10 @@ enum range_kind { RK_RUN, RK_HUGE };
  * nothing has written them since, the rest of it stays so when its head
  * is taken */
 #define RF_CLEAN 0x200
+/* a huge block the flush protects and keeps for its owner (pages_keep_huge) */
+#define RF_KEEP 0x400
+/* a huge block realloc moved out of: not kept */
+#define RF_NOKEEP 0x800
 
 #define GATHER_MAX 4096
 #define GATHER_BUCKETS 33             /* runs of 1..31 pages by size; 32: the rest */
@@ -307,6 +312,15 @@ uintptr_t pages_alloc_span(struct xpfo_compartment *c, size_t unit, size_t max, 
 #define TAG_LARGE NCLASSES /* segments of page runs; slab segments carry their class */
 /* Whole segments for one huge allocation. */
 uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bool *clean);
+/* Revoked huge blocks kept for their owner, frames and all (pages.c):
+ * may r (its owner has `more` segments decided kept already) be kept;
+ * keep it (false: not, release it); take one back for np pages. */
+bool pages_huge_keep_room(const struct range *r, size_t more);
+bool pages_keep_huge(const struct range *r);
+uintptr_t pages_take_kept(struct xpfo_compartment *c, size_t np, size_t align, bool guard);
+/* Every kept huge block back to the pool (a locked thread: its
+ * reservation's); true if there was one. */
+bool pages_drop_kept(void);
 /* Give revoked ranges back to the allocator (called by the gather flush). */
 void pages_release(const struct range *r, unsigned n);
 /* The free pages after the live run at addr (npages), for it to grow in
@@ -403,6 +417,12 @@ bool revoke_orphans_waiting(void);
  * RF_GUARDED, and RF_CLASS(cls) to prefer a retired slab of class cls. */
 uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uint16_t owner,
 			enum range_kind k, unsigned flags);
+/* Take back a queued huge block of owner's in nsegs segments at a
+ * multiple of align_pages, for a new one of np pages: its address, its
+ * length in *old_np (still its pages open: the caller opens or closes the
+ * difference), or 0. */
+uintptr_t revoke_cancel_huge(struct tstate *t, size_t nsegs, size_t align_pages, uint16_t owner,
+			     size_t np, size_t *old_np);
 /* The size class of the retired slab whose whole run the thread's last
  * revoke_cancel took back, if that returned a; else -1. */
 int revoke_taken_class(const struct tstate *t, uintptr_t a);

@@ -183,7 +183,9 @@ static void comp_collect(struct xpfo_compartment *c, struct spans *sp, unsigned 
 {
 	for (struct segment *s = c->segs; s; s = s->next) {
 		if (s->kind == SEG_HUGE) {
-			if (!(what & (s->releasing ? OW_PENDING : OW_LIVE)))
+			/* a kept block stays revoked: neither live nor queued */
+			if (s->releasing == HUGE_KEPT ||
+			    !(what & (s->releasing ? OW_PENDING : OW_LIVE)))
 				continue;
 			span_add(sp, seg_addr(s), (size_t)s->huge_pages << PAGE_SHIFT, s->releasing);
 			span_flush(sp); /* the rest of its last segment stays closed */
@@ -924,7 +926,10 @@ static void huge_mark_released(struct segment *s, uint32_t n)
 static void destroy_huge(struct segment *s, size_t *rel, size_t *nrel)
 {
 	uint32_t n = s->nsegs;
-	stat_sub(mapped_pages, s->huge_pages);
+	if (s->releasing == HUGE_KEPT) /* resident, not mapped */
+		stat_sub(huge_kept_pages, s->huge_pages);
+	else
+		stat_sub(mapped_pages, s->huge_pages);
 	stat_sub(resident_pages, s->huge_pages);
 	huge_mark_released(s, n);
 	for (uint32_t k = 0; k < n; k++)
@@ -1033,6 +1038,7 @@ void comp_destroy_pages(struct xpfo_compartment *c)
 	memset(c->abandoned, 0, sizeof c->abandoned);
 	stat_sub(spare_pages, c->spare_pages);
 	c->spare_pages = 0;
+	c->huge_kept = 0;
 	c->nxsegs = 0;
 	pthread_mutex_unlock(&pages_lock);
 	/* revoke, then hand back: whole segments with fresh mappings, and the

@@ -261,6 +261,35 @@ static uint16_t gather_find(const struct gather *g, size_t npages, size_t align,
 	return GATHER_NIL;
 }
 
+/* The queued huge block of owner's in nsegs segments at a multiple of
+ * align that a new one of np pages takes back (revoke_cancel_huge): one of
+ * exactly np pages, else the longest shorter one (only pages to open),
+ * else the shortest longer one (a tail to close). */
+static uint16_t gather_find_huge(const struct gather *g, size_t nsegs, size_t align,
+				 uint16_t owner, size_t np)
+{
+	uint16_t best = GATHER_NIL;
+	for (uint16_t i = g->head[GATHER_BUCKETS - 1]; i != GATHER_NIL; i = g->r[i].next) {
+		const struct range *r = &g->r[i];
+		if (r->kind != RK_HUGE || !fits(r, 0, align, owner, RK_HUGE, 0) ||
+		    seg_of(r->addr)->nsegs < nsegs)
+			continue;
+		uint32_t rs = seg_of(r->addr)->nsegs;
+		if (r->npages == np && rs == nsegs)
+			return i;
+		if (best == GATHER_NIL)
+			best = i;
+		const struct range *b = &g->r[best];
+		uint32_t bs = seg_of(b->addr)->nsegs;
+		bool shorter = r->npages < np, bshorter = b->npages < np;
+		if (rs != bs ? rs < bs
+			     : shorter != bshorter ? shorter
+			     : shorter ? r->npages > b->npages : r->npages < b->npages)
+			best = i;
+	}
+	return best;
+}
+
 /* Take back npages of queued run `found` of g: the thread's own gather,
  * or an orphan gather under its lock.  Returns the address, or 0 when a
  * walk closed the run since and it could not be reopened. */
@@ -325,6 +354,18 @@ uintptr_t revoke_cancel(struct tstate *t, size_t npages, size_t align_pages, uin
 	if (found == GATHER_NIL)
 		return orphan_cancel(t, npages, align, owner, k, flags);
 	return cancel_at(t, g, found, npages, owner, k, flags);
+}
+
+uintptr_t revoke_cancel_huge(struct tstate *t, size_t nsegs, size_t align_pages, uint16_t owner,
+			     size_t np, size_t *old_np)
+{
+	struct gather *g = &t->g;
+	g->taken = 0;
+	uint16_t found = gather_find_huge(g, nsegs, align_pages << PAGE_SHIFT, owner, np);
+	if (found == GATHER_NIL)
+		return 0;
+	*old_np = g->r[found].npages;
+	return cancel_at(t, g, found, *old_np, owner, RK_HUGE, 0);
 }
 
 int revoke_taken_class(const struct tstate *t, uintptr_t a)

@@ -167,6 +167,17 @@ heap_misuse(const char *what, uintptr_t a, enum blk_status st_, const struct blk
 	}
 }
 
+/* A page run or huge block b goes to the gather (flags: RF_NOKEEP or 0). */
+static void free_large(struct tstate *t, const struct blk *b, unsigned flags)
+{
+	t->st.frees[LARGE_CLASS]++;
+	t->st.large_live_bytes -= b->usable;
+	flush_if_full(t, revoke_add(t, b->base, b->span >> PAGE_SHIFT, b->owner,
+				    b->kind == BK_HUGE ? RK_HUGE : RK_RUN,
+				    flags | (b->guarded ? RF_GUARDED : 0) |
+					    (b->kind == BK_LARGE ? RF_WHOLE : 0)));
+}
+
 static __attribute__((noinline)) void free_slow(struct tstate *t, uintptr_t a, const char *what)
 {
 	struct blk b;
@@ -179,11 +190,7 @@ static __attribute__((noinline)) void free_slow(struct tstate *t, uintptr_t a, c
 		slot_release(t, b.s, b.slot);
 		return;
 	}
-	t->st.frees[LARGE_CLASS]++;
-	t->st.large_live_bytes -= b.usable;
-	flush_if_full(t, revoke_add(t, b.base, b.span >> PAGE_SHIFT, b.owner,
-				    b.kind == BK_HUGE ? RK_HUGE : RK_RUN,
-				    (b.guarded ? RF_GUARDED : 0) | (b.kind == BK_LARGE ? RF_WHOLE : 0)));
+	free_large(t, &b, 0);
 }
 
 /* A free slot: freed before (double free), or never handed out. */
@@ -365,7 +372,13 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	touch_begin(&x, t, b.owner, p, b.usable);
 	touch_read(&x, p, q, copy);
 	touch_end(&x);
-	heap_free(t, p);
+	/* a huge block the program outgrew: its size rarely comes back, so it
+	 * is not kept (pages.c pages_keep_huge) for the next one (frag's
+	 * growing arrays held their old ones' frames for nothing) */
+	if (b.kind == BK_HUGE)
+		free_large(t, &b, RF_NOKEEP);
+	else
+		heap_free(t, p);
 	return q;
 }
 

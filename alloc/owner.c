@@ -476,13 +476,19 @@ void owner_census(struct segment *s, uint16_t id, size_t *mine, size_t *foreign,
 
 /* ---- describer ----------------------------------------------------------- */
 
-static void describe_huge(uintptr_t a, struct segment *s, uint8_t kind, struct owner_desc *d)
+static void describe_huge(uintptr_t a, struct segment *s, uint8_t kind, uint32_t now,
+			  struct owner_desc *d)
 {
 	struct segment *head = huge_head(s, kind);
 	uintptr_t base = seg_addr(head);
 	if (!head->releasing && a < base + ((uintptr_t)head->huge_pages << PAGE_SHIFT)) {
 		d->state = OS_OWNED;
 		d->owner = head->owner;
+		return;
+	}
+	if (head->releasing == HUGE_KEPT) { /* revoked, kept for its owner's next block */
+		d->state = OS_FREE;
+		d->age = now - head->freed_at;
 		return;
 	}
 	/* past a live huge block, the rest of its last segment: its guard */
@@ -496,7 +502,7 @@ void owner_describe(uintptr_t a, uint32_t now, struct owner_desc *d)
 	d->owner = 0;
 	d->age = 0;
 	if (kind == SEG_HUGE || kind == SEG_HUGE_TAIL) {
-		describe_huge(a, s, kind, d);
+		describe_huge(a, s, kind, now, d);
 		return;
 	}
 	if (kind != SEG_PAGES_K) {

@@ -78,10 +78,14 @@ struct page_entry {
  * write.  uffd's pages_walk_live takes pending and live pages alike.  The
  * pages are not free and their aux is still root's, so the invariant
  * holds. */
+/* A huge block revoked (PROT_NONE) and kept, frames and all, for its
+ * owner's next huge block (pages.c pages_keep_huge): still on the
+ * owner's list, neither live nor queued. */
+#define HUGE_KEPT 3
 struct segment {
 	uint16_t owner;      /* compartment id; 0 when unused */
 	uint8_t kind;        /* enum seg_kind */
-	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined */
+	uint8_t releasing;   /* huge: 1 queued or being released, 2 quarantined, HUGE_KEPT */
 	uint8_t tag;         /* class + 1 of its slabs, TAG_LARGE + 1, or 0: never carved */
 	uint8_t unkeyed;     /* carved, not yet given its owner's key whole (pages_key_segment) */
 	uint16_t rsv;        /* reserved for this compartment (xpfo_lock_thread), or 0 */

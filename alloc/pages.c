@@ -476,6 +476,96 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 	return s ? seg_addr(s) : 0;
 }
 
+/* A freed huge block's segments need not go back to the pool: revoked
+ * (PROT_NONE) and kept with their frames, up to HUGE_KEEP_SEGS segments
+ * per compartment, they give its next huge block of as many segments its
+ * pages with one grant, no new mapping and no page fault for the pages
+ * the old one had.  Only the same owner's (I2: the owner never changed;
+ * a segment that changes hands is mapped afresh, segs_release).  Not with
+ * retain=0 (no revoked page stays resident), nor for secret or aliased
+ * backing (their release revokes the other views), nor a block realloc
+ * moved out of (heap.c).  Released by malloc_trim and the retain sweep
+ * (pages_purge_all), by an allocation that finds no unused segment
+ * (pages_drop_kept), and with their compartment.  The gauges count a kept block resident, not mapped, and
+ * huge_kept_pages apart from the retained pages of carved segments. */
+#define HUGE_KEEP_SEGS 4
+
+bool pages_huge_keep_room(const struct range *r, size_t more)
+{
+	struct segment *s = seg_of(r->addr);
+	struct xpfo_compartment *c = comp_table[r->owner];
+	return opt.retain && c && !secret_comp(c) && s->kind == SEG_HUGE && s->gen == r->gen &&
+	       !backing_special(r->addr, (size_t)s->nsegs << SEG_SHIFT) &&
+	       __atomic_load_n(&c->huge_kept, __ATOMIC_RELAXED) + s->nsegs + more <= HUGE_KEEP_SEGS;
+}
+
+bool pages_keep_huge(const struct range *r)
+{
+	bool kept = true;
+	pthread_mutex_lock(&pages_lock);
+	struct segment *s = seg_of(r->addr);
+	struct xpfo_compartment *c = comp_table[r->owner];
+	/* a changed gen: gone with its compartment, nothing left to release */
+	if (s->gen == r->gen) {
+		kept = s->kind == SEG_HUGE && c && s->owner == r->owner &&
+		       c->huge_kept + s->nsegs <= HUGE_KEEP_SEGS;
+		if (kept) {
+			c->huge_kept += s->nsegs;
+			stat_sub(mapped_pages, s->huge_pages);
+			stat_add(huge_kept_pages, s->huge_pages);
+			s->freed_at = (uint32_t)flush_serial();
+			__atomic_store_n(&s->releasing, HUGE_KEPT, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&pages_lock);
+	return kept;
+}
+
+uintptr_t pages_take_kept(struct xpfo_compartment *c, size_t np, size_t align, bool guard)
+{
+	size_t n = align_up((np + guard) << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT;
+	size_t a = align > SEG_SIZE ? align >> SEG_SHIFT : 1;
+	uintptr_t r = 0;
+	if (!__atomic_load_n(&c->huge_kept, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&pages_lock);
+	for (struct segment *s = c->segs; s; s = s->next) {
+		if (s->kind != SEG_HUGE || s->releasing != HUGE_KEPT || s->nsegs != n ||
+		    seg_index(s) % a)
+			continue;
+		c->huge_kept -= (uint32_t)n;
+		stat_sub(huge_kept_pages, s->huge_pages);
+		stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)np);
+		stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages,
+			       (int64_t)np - (int64_t)s->huge_pages);
+		s->huge_pages = (uint32_t)np;
+		/* taken, not live until granted (run.c huge_get) */
+		__atomic_store_n(&s->releasing, 1, __ATOMIC_RELEASE);
+		r = seg_addr(s);
+		break;
+	}
+	pthread_mutex_unlock(&pages_lock);
+	return r;
+}
+
+/* Kept huge block s goes back to the pool (pages_lock held). */
+static void huge_drop_kept(struct segment *s, size_t *rel, size_t *nrel)
+{
+	struct xpfo_compartment *c = comp_table[s->owner];
+	size_t nsegs = s->nsegs;
+	stat_sub(huge_kept_pages, s->huge_pages);
+	stat_sub(resident_pages, s->huge_pages);
+	if (c) {
+		c->huge_kept -= (uint32_t)nsegs;
+		seg_list_del(c, s);
+	}
+	for (size_t m = 0; m < nsegs; m++) {
+		s[m].releasing = 1;
+		s[m].owner = 0;
+		segs_queue(rel, nrel, seg_index(s) + m);
+	}
+}
+
 /* Mark pages [i, i+n) of a carved segment clean (pages_lock held). */
 static void seg_mark_clean(struct segment *s, size_t i, size_t n)
 {
@@ -502,11 +592,20 @@ void segs_release(size_t *idx, size_t n)
 		 * protection splits of its VMAs.  A failure leaves old contents
 		 * behind: those segments are kept out of the pool. */
 		alias_revoke_range(heap_base + (idx[k] << SEG_SHIFT), (j - k) * SEG_SIZE);
-		int e = os_remap((void *)(heap_base + (idx[k] << SEG_SHIFT)), (j - k) * SEG_SIZE,
-				 opt.revoke == REVOKE_OFF ? OS_RW : OS_NONE);
+		void *at = (void *)(heap_base + (idx[k] << SEG_SHIFT));
+		const char *what = "purge (released segments)";
+		int e = os_remap(at, (j - k) * SEG_SIZE, opt.revoke == REVOKE_OFF ? OS_RW : OS_NONE);
 		if (!e) {
 			stat_inc(purges);
 			stat_add(pages_purged, (j - k) * SEG_PAGES);
+		} else if (opt.revoke != REVOKE_OFF) {
+			/* a huge block's release is its revocation (revoke.c
+			 * remap_only): kept out of the pool, and out of reach */
+			int pe = os_protect(at, (j - k) * SEG_SIZE, OS_NONE);
+			if (pe) {
+				what = "revoke (released segments)";
+				e = pe;
+			}
 		}
 		pthread_mutex_lock(&pages_lock);
 		for (size_t m = k; m < j; m++) {
@@ -526,7 +625,7 @@ void segs_release(size_t *idx, size_t n)
 		}
 		pthread_mutex_unlock(&pages_lock);
 		if (e) /* the entries stay as they were: `releasing` says quarantined */
-			policy_failed("purge (released segments)", e,
+			policy_failed(what, e,
 				      heap_base + (idx[k] << SEG_SHIFT), (j - k) * SEG_PAGES);
 		k = j;
 	}
@@ -691,9 +790,10 @@ void seg_purge_retained(struct segment *s, bool handover)
 	}
 }
 
-/* Release every retained free page of every carved segment (malloc_trim);
- * a locked thread only its reservation's (its executor refuses the rest:
- * those pages may be another owner's by now). */
+/* Release every retained free page of every carved segment, and every
+ * kept huge block (malloc_trim); a locked thread only its reservation's
+ * (its executor refuses the rest: those pages may be another owner's by
+ * now). */
 void pages_purge_all(void)
 {
 	uint16_t only = tl_sandbox_locked ? tl_state->heap->comp->id : 0;
@@ -709,6 +809,34 @@ void pages_purge_all(void)
 			seg_purge_retained(s, false);
 		pthread_mutex_unlock(&pages_lock);
 	}
+	pages_drop_kept();
+}
+
+bool pages_drop_kept(void)
+{
+	if (!__atomic_load_n(&g_stats.huge_kept_pages, __ATOMIC_RELAXED))
+		return false;
+	uint16_t only = tl_sandbox_locked ? tl_state->heap->comp->id : 0;
+	size_t rel[SEGS_QUEUE_MAX];
+	size_t nrel = 0;
+	bool any = false;
+	pthread_mutex_lock(&pages_lock);
+	for (size_t i = 0; i < heap_nsegs; i++) {
+		if (!seg_used_map[i / 64]) {
+			i |= 63;
+			continue;
+		}
+		struct segment *s = &seg_table[i];
+		if (bit_get(seg_used_map, i) && s->kind == SEG_HUGE && s->releasing == HUGE_KEPT &&
+		    (!only || s->rsv == only)) {
+			huge_drop_kept(s, rel, &nrel);
+			any = true;
+		}
+	}
+	pthread_mutex_unlock(&pages_lock);
+	if (nrel)
+		segs_release(rel, nrel);
+	return any;
 }
 
 /* Every span of live (or queued) pages of every segment in use, any

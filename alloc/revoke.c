@@ -488,19 +488,56 @@ static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min
 	b->n = 0;
 }
 
+/* A freed huge block whose segments go straight back to the pool: they
+ * are mapped afresh there (pages.c segs_release), one call that takes
+ * access and frames away together, so it is not protected first (two
+ * flush rounds a block).  Not where the run quarantine holds it revoked,
+ * nor for a locked thread (its executor does its calls), nor under
+ * release=uffd or revoke=off (nothing taken away here anyway). */
+static bool remap_only(const struct range *r)
+{
+	return r->kind == RK_HUGE && !(r->flags & RF_KEEP) && opt.revoke != REVOKE_OFF &&
+	       !opt.quarantine_large && !tl_sandbox_locked && !uffd_release_on();
+}
+
+/* Is r[i] a huge block the flush protects and keeps for its owner
+ * (pages.c pages_keep_huge), with room beside the ones before it?  Not
+ * where the run quarantine or a locked thread's executor takes revoked
+ * blocks, nor under release=uffd (its frames go anyway). */
+static bool huge_keeps(const struct range *r, unsigned i)
+{
+	if (r[i].kind != RK_HUGE || (r[i].flags & RF_NOKEEP) || opt.quarantine_large ||
+	    tl_sandbox_locked || uffd_release_on())
+		return false;
+	size_t more = 0;
+	for (unsigned k = 0; k < i; k++)
+		if ((r[k].flags & RF_KEEP) && r[k].owner == r[i].owner)
+			more += seg_of(r[k].addr)->nsegs;
+	return pages_huge_keep_room(&r[i], more);
+}
+
 /* Step one: take access away from every span (and purge what must go);
  * spans that get guard markers, in batches of OS_GUARD_VEC. */
 static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 {
 	uint64_t retained = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED) -
-			    __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED);
+			    __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED) -
+			    __atomic_load_n(&g_stats.huge_kept_pages, __ATOMIC_RELAXED);
 	size_t purge_min = (retained + pages) << PAGE_SHIFT > opt.retain ? opt.purge : PURGE_ALWAYS;
 	int err = 0;
 	struct guard_batch b;
 	b.n = 0;
 	for (unsigned i = 0; i < n;) {
+		if (huge_keeps(r, i))
+			r[i].flags |= RF_KEEP;
+		if (remap_only(&r[i])) { /* revoked by its release (gather_release) */
+			stat_add(pages_revoked, r[i].npages);
+			r[i].purged = 1;
+			i++;
+			continue;
+		}
 		unsigned j = i + 1;
-		while (j < n && r[j].addr == range_end(&r[j - 1]))
+		while (j < n && r[j].addr == range_end(&r[j - 1]) && !remap_only(&r[j]))
 			j++;
 		if (span_how(r, i, j, HOW_WATCHED) == HOW_MARKS_BATCH) {
 			b.i[b.n] = (uint16_t)i;
@@ -546,7 +583,7 @@ static void gather_release(struct tstate *t, struct range *r, unsigned n)
 {
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++)
-		if (release_keeps(t, &r[i]))
+		if (release_keeps(t, &r[i]) && !((r[i].flags & RF_KEEP) && pages_keep_huge(&r[i])))
 			r[m++] = r[i];
 	pages_release(r, m);
 }
@@ -582,7 +619,8 @@ static void note_revoked(struct gather *g, const struct range *r, unsigned n)
 static uint64_t retained_bytes(void)
 {
 	uint64_t res = __atomic_load_n(&g_stats.resident_pages, __ATOMIC_RELAXED);
-	uint64_t map = __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED);
+	uint64_t map = __atomic_load_n(&g_stats.mapped_pages, __ATOMIC_RELAXED) +
+		       __atomic_load_n(&g_stats.huge_kept_pages, __ATOMIC_RELAXED);
 	return res > map ? (res - map) << PAGE_SHIFT : 0;
 }
 

@@ -148,6 +148,8 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 		revoke_flush(t, FR_REUSE);
 		a = pages_alloc(c, take = total, align_pages, tag, clean);
 	}
+	if (!a && pages_drop_kept())
+		a = pages_alloc(c, take = total, align_pages, tag, clean);
 	if (!a)
 		return 0;
 	if (guard && take > total && (take = guarded_span(t, c, a, npages, take, *clean)) != total)
@@ -178,6 +180,8 @@ static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t
 		revoke_flush(t, FR_REUSE);
 		a = huge_alloc(c, span, align, clean);
 	}
+	if (!a && pages_drop_kept()) /* the pool ran out: the kept blocks go back */
+		a = huge_alloc(c, span, align, clean);
 	if (a && guard) {
 		/* the guard page is never mapped: not counted */
 		stat_sub(mapped_pages, 1);
@@ -203,15 +207,55 @@ static void huge_recount(struct segment *s, size_t np)
 	s->huge_pages = (uint32_t)np;
 }
 
+/* A queued huge block of old pages taken back (gather.c
+ * revoke_cancel_huge) now holds np: the pages it gains opened, the ones it
+ * loses closed (the rest of its last segment stays closed); where that
+ * fails, its segments go back to the pool, mapped afresh (a changed
+ * protection may have been left half done). */
+static bool huge_fit(struct xpfo_compartment *c, uintptr_t a, size_t old, size_t np)
+{
+	int e = 0;
+	if (np > old)
+		e = grant_range(c, a + (old << PAGE_SHIFT), (np - old) << PAGE_SHIFT, NULL);
+	else if (np < old)
+		e = revoke_range(a + (np << PAGE_SHIFT), (old - np) << PAGE_SHIFT);
+	if (!e)
+		return true;
+	struct range r = { a, (uint32_t)old, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
+	__atomic_store_n(&seg_of(a)->releasing, 1, __ATOMIC_RELEASE);
+	pages_release(&r, 1);
+	return false;
+}
+
+/* A revoked huge block c kept (pages.c pages_take_kept) as its next one of
+ * np pages: its first np pages granted, the rest of its segments stay
+ * closed; 0 when none fits or the grant failed (then it is released). */
+static uintptr_t huge_take_kept(struct xpfo_compartment *c, size_t np, size_t align, bool guard)
+{
+	uintptr_t a = pages_take_kept(c, np, align, guard);
+	if (a && grant_range(c, a, np << PAGE_SHIFT, NULL)) {
+		struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
+		pages_release(&r, 1);
+		a = 0;
+	}
+	return a;
+}
+
 /* Whole segments for np pages; with guard_large one more page, so the rest
  * of the last segment always leaves an inaccessible page behind it. */
 static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t np, size_t align,
 			  bool guard, bool *clean)
 {
-	uintptr_t a = revoke_cancel(t, np, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id, RK_HUGE, 0);
+	size_t nsegs = align_up((np + guard) << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT, old = 0;
+	uintptr_t a = revoke_cancel_huge(t, nsegs, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id,
+					 np, &old);
 	*clean = false;
+	if (a && !huge_fit(c, a, old, np))
+		a = 0;
 	if (a)
 		huge_recount(seg_of(a), np);
+	else if ((a = huge_take_kept(c, np, align, guard)))
+		; /* counted by pages_take_kept */
 	else if ((a = huge_grant(t, c, np, align, guard, clean)))
 		seg_of(a)->huge_pages = (uint32_t)np; /* counted by huge_grant */
 	if (a) {

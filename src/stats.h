@@ -30,7 +30,7 @@
 	X(pages_quarantined) X(mapped_pages) X(peak_mapped_pages)          \
 	X(resident_pages) X(peak_resident_pages) X(metadata_bytes)         \
 	X(segments) X(large_live_bytes) X(compartments) X(degraded) X(vma_budget) X(keys_in_use) X(live_guards) \
-	X(aliases) X(uffd_armed) X(spare_pages) X(threads_known)
+	X(aliases) X(uffd_armed) X(spare_pages) X(threads_known) X(huge_kept_pages)
 
 /* Every field of struct xpfo_stats (include/xpfo.h), in its order: the one
  * list both reports walk.  T(name): a scalar the text report's summary lines

@@ -263,3 +263,13 @@ tests_crossrounds_CPPFLAGS = $(tests_linked_cppflags)
 tests_crossrounds_LDADD = $(tests_linked_ldadd)
 tests_crossrounds_LDFLAGS = $(tests_linked_ldflags)
 TESTS += tests/crossrounds
+
+# huge blocks of as many segments reuse a freed one's segments and frames
+# (taken back from the queue, or kept revoked for the same compartment)
+check_PROGRAMS += tests/hugereuse
+tests_hugereuse_CFLAGS = $(tests_cflags)
+tests_hugereuse_SOURCES = tests/hugereuse.c $(tests_common)
+tests_hugereuse_CPPFLAGS = $(tests_linked_cppflags)
+tests_hugereuse_LDADD = $(tests_linked_ldadd)
+tests_hugereuse_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/hugereuse

@@ -141,15 +141,17 @@ static int huge_twice(void *arg)
 
 /* The purges these cases make fail are release=mprotect's: guard markers
  * (the default where the kernel has them) release frames as they revoke,
- * with no purge of their own (tests/guardrel).  xpfo reads its options
- * once: run again with release=mprotect added. */
+ * with no purge of their own (tests/guardrel).  With retain=0 a freed huge
+ * block is not kept for its owner (revoked, frames and all): its segments
+ * are mapped afresh at the flush.  xpfo reads its options once: run again
+ * with release=mprotect,retain=0 added. */
 static void with_mprotect(char **argv)
 {
 	if (getenv("OSFAIL_AGAIN"))
 		return;
 	const char *o = getenv("XPFO_OPTIONS");
 	char buf[512];
-	snprintf(buf, sizeof buf, "%s%srelease=mprotect", o ? o : "", o && *o ? "," : "");
+	snprintf(buf, sizeof buf, "%s%srelease=mprotect,retain=0", o ? o : "", o && *o ? "," : "");
 	if (setenv("XPFO_OPTIONS", buf, 1) || setenv("OSFAIL_AGAIN", "1", 1))
 		tu_hard_error("setenv");
 	execv("/proc/self/exe", argv);

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -216,7 +217,9 @@ static int by_segment_reuse(void *arg)
 	return verdict(drain_count_n(rfd, wfd, SPLICED));
 }
 
-/* Root's huge block: freed, its segments released, taken by B. */
+/* Root's huge block: freed, its segments released, taken by B.  Revoked,
+ * it is kept for root with its frames until malloc_trim gives its
+ * segments back to the pool, mapped afresh. */
 static int by_root_huge_reuse(void *arg)
 {
 	(void)arg;
@@ -228,6 +231,7 @@ static int by_root_huge_reuse(void *arg)
 	NEED(rfd >= 0, 4);
 	free(p);
 	NEED(xpfo_flush() == 0, 5);
+	malloc_trim(0);
 	if (!reuse_in(b, HUGE, p, HUGE, 2))
 		return NOREUSE;
 	return verdict(drain_count_n(rfd, wfd, SPLICED));
