@@ -489,6 +489,8 @@ void gather_restore(struct gather *g, unsigned keep)
 struct orphans {
 	pthread_mutex_t lock;
 	struct gather g;
+	/* g.live as last left under the lock: what the unlocked looks read */
+	unsigned live;
 };
 
 static struct orphans *orphan_pool[MAX_COMPARTMENTS];
@@ -521,8 +523,10 @@ static bool orphan_eligible(const struct range *r)
 	       !(opt.quarantine_large && !(r->flags & RF_SPARE));
 }
 
-static void orphans_count(struct gather *p, unsigned before)
+static void orphans_count(struct orphans *o, unsigned before)
 {
+	struct gather *p = &o->g;
+	__atomic_store_n(&o->live, p->live, __ATOMIC_RELAXED);
 	if (p->live > before)
 		__atomic_add_fetch(&orphan_runs, p->live - before, __ATOMIC_RELAXED);
 	else if (p->live < before)
@@ -599,7 +603,7 @@ static bool orphan_move(struct tstate *t, struct orphans *o, uint16_t owner)
 	gather_busy(g, false);
 	if (p->frees >= ORPHAN_RUNS || p->free_pages >= ORPHAN_PAGES)
 		gather_apply(t, p, FR_THREAD_EXIT, orphan_keep(p));
-	orphans_count(p, before);
+	orphans_count(o, before);
 	return true;
 }
 
@@ -630,7 +634,7 @@ static uintptr_t orphan_cancel(struct tstate *t, size_t npages, size_t align, ui
 			       enum range_kind k, unsigned flags)
 {
 	struct orphans *o = orphans_of(owner, false);
-	if (!o || !__atomic_load_n(&o->g.live, __ATOMIC_RELAXED) || tl_sandbox_locked)
+	if (!o || !__atomic_load_n(&o->live, __ATOMIC_RELAXED) || tl_sandbox_locked)
 		return 0;
 	uintptr_t a = 0;
 	pthread_mutex_lock(&o->lock);
@@ -638,7 +642,7 @@ static uintptr_t orphan_cancel(struct tstate *t, size_t npages, size_t align, ui
 	uint16_t found = gather_find(&o->g, npages, align, owner, k, flags);
 	if (found != GATHER_NIL)
 		a = cancel_at(t, &o->g, found, npages, owner, k, flags);
-	orphans_count(&o->g, before);
+	orphans_count(o, before);
 	pthread_mutex_unlock(&o->lock);
 	if (a)
 		stat_add(pages_adopted, npages);
@@ -654,7 +658,7 @@ static int orphans_apply_one(struct tstate *t, struct orphans *o, enum flush_rea
 		err = gather_apply(t, &o->g, why, 0);
 	else
 		gather_init(&o->g);
-	orphans_count(&o->g, before);
+	orphans_count(o, before);
 	pthread_mutex_unlock(&o->lock);
 	return err;
 }
@@ -671,7 +675,7 @@ int revoke_orphans_apply(struct tstate *t, enum flush_reason why)
 		return 0;
 	for (unsigned id = 0; id < MAX_COMPARTMENTS; id++) {
 		struct orphans *o = orphans_of((uint16_t)id, false);
-		if (o && __atomic_load_n(&o->g.live, __ATOMIC_RELAXED)) {
+		if (o && __atomic_load_n(&o->live, __ATOMIC_RELAXED)) {
 			int e = orphans_apply_one(t, o, why);
 			if (!err)
 				err = e;
@@ -700,6 +704,7 @@ void revoke_orphans_fork_child(void)
 			gather_init(&o->g);
 			o->g.busy = 0;
 		}
+		o->live = o->g.live;
 		runs += o->g.live;
 	}
 	orphan_runs = runs;

@@ -382,12 +382,26 @@ void *heap_realloc(struct tstate *t, void *p, size_t size)
 	return q;
 }
 
-/* Debug: check the page tables against each other (pages_lock held inside). */
+/* Debug: check the page tables against each other (pages_lock held inside).
+ * A walk reads every page entry of the heap, so a program flushing after
+ * each free of a large heap would spend its life here: walks are paced.
+ * Each call earns WALK_EARN segments' worth, and the walk runs once the
+ * earnings cover the heap's segments: at every call while the heap has at
+ * most that many, at a walk's cost of WALK_EARN segments per call beyond. */
+#define WALK_EARN 16
+
 void heap_walk_check(void)
 {
+	static size_t earned;
 	if (!debug_walks)
 		return;
 	pthread_mutex_lock(&pages_lock);
+	earned += WALK_EARN;
+	if (earned < heap_nsegs) {
+		pthread_mutex_unlock(&pages_lock);
+		return;
+	}
+	earned = 0;
 	owner_check();
 	for (size_t i = 0; i < heap_nsegs; i++)
 		if (seg_table[i].kind == SEG_PAGES_K && !seg_table[i].releasing &&
