@@ -39,24 +39,7 @@ static size_t pick(void)
 static void *generation(void *arg)
 {
 	(void)arg;
-	void *mine[NBLK];
-	for (int i = 0; i < NBLK; i++) {
-		size_t n = pick();
-		mine[i] = xpfo_malloc(n);
-		if (!mine[i])
-			tu_hard_error("xpfo_malloc failed");
-		memset(mine[i], 0x5a, n);
-	}
-	for (int i = 0; i < NBLK; i++) {
-		xpfo_free(left[i]);
-		left[i] = NULL;
-	}
-	for (int i = 0; i < NBLK; i++) {
-		if (tu_rand(&seed) % 2)
-			left[i] = mine[i];
-		else
-			xpfo_free(mine[i]);
-	}
+	tu_generation(left, NBLK, &seed, pick);
 	return NULL;
 }
 

@@ -25,27 +25,15 @@ enum { GENS = 1000, NBLK = 16, RUN = 64 << 10 };
 static void *left[NBLK];
 static uint64_t seed = 0x0f7a;
 
+static size_t pick(void)
+{
+	return 4096 * (4 + tu_rand(&seed) % 13);
+}
+
 static void *generation(void *arg)
 {
 	(void)arg;
-	void *mine[NBLK];
-	for (int i = 0; i < NBLK; i++) {
-		size_t n = 4096 * (4 + tu_rand(&seed) % 13);
-		mine[i] = xpfo_malloc(n);
-		if (!mine[i])
-			tu_hard_error("xpfo_malloc failed");
-		memset(mine[i], 0x5a, n);
-	}
-	for (int i = 0; i < NBLK; i++) {
-		xpfo_free(left[i]);
-		left[i] = NULL;
-	}
-	for (int i = 0; i < NBLK; i++) {
-		if (tu_rand(&seed) % 2)
-			left[i] = mine[i];
-		else
-			xpfo_free(mine[i]);
-	}
+	tu_generation(left, NBLK, &seed, pick);
 	return NULL;
 }
 

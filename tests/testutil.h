@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "xpfo.h"
@@ -171,6 +172,32 @@ static inline uint64_t tu_rand(uint64_t *state)
 	x ^= x >> 27;
 	*state = x;
 	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* One generation of a thread churn (tests/genleak, tests/orphan): n blocks
+ * of pick() bytes allocated and written, the n the generation before left
+ * (NULL: none) freed, then a random half of the new ones left in left[]
+ * for the next generation and the rest freed. */
+static inline void tu_generation(void **left, int n, uint64_t *seed, size_t (*pick)(void))
+{
+	void *mine[n];
+	for (int i = 0; i < n; i++) {
+		size_t sz = pick();
+		mine[i] = xpfo_malloc(sz);
+		if (!mine[i])
+			tu_hard_error("xpfo_malloc failed");
+		memset(mine[i], 0x5a, sz);
+	}
+	for (int i = 0; i < n; i++) {
+		xpfo_free(left[i]);
+		left[i] = NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		if (tu_rand(seed) % 2)
+			left[i] = mine[i];
+		else
+			xpfo_free(mine[i]);
+	}
 }
 
 /* The pattern tu_fill writes: 8-byte word k of a block filled with seed
