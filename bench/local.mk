@@ -76,6 +76,10 @@ bench-baseline: bench-progs
 
 .PHONY: bench bench-quick bench-check bench-baseline bench-progs
 
+# Allocators compared with that Debian does not package, built from
+# Debian's sources into a cache outside the tree (bench/baselines/).
+EXTRA_DIST += bench/baselines/mimalloc-secure.sh
+
 # bench-vm: counts of the compartment workloads in the QEMU guest, pkeys
 # against mprotect (bench/results/vm-counts.md).
 EXTRA_PROGRAMS += bench/xb-vm-counts
