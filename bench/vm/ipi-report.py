@@ -15,7 +15,8 @@ import re
 import subprocess
 import sys
 
-ALLOCS = ["glibc", "jemalloc", "mimalloc", "xpfo", "xpfo-light", "xpfo-eager"]
+ALLOCS = ["glibc", "jemalloc", "mimalloc", "mimalloc-secure", "xpfo", "xpfo-light",
+          "xpfo-eager"]
 NAMES = {"xpfo": "xpfo default", "xpfo-light": "xpfo profile=light",
          "xpfo-eager": "xpfo revoke=eager"}
 

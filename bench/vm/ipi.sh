@@ -2,8 +2,9 @@
 # bench/vm/ipi.sh: TLB-shootdown IPIs per allocator in the QEMU guest
 # (issue 35; make bench-vm-ipi).  One boot of tests/qemu/run.sh per guest
 # CPU count; in each boot bench/vm/ipi-guest.sh runs every workload of the
-# plan under glibc, jemalloc, mimalloc and xpfo (default, profile=light,
-# revoke=eager), the same dynamic xb-work as on the host with the allocator
+# plan under glibc, jemalloc, mimalloc, mimalloc-secure (when
+# bench/baselines/mimalloc-secure.sh has built it) and xpfo (default,
+# profile=light, revoke=eager), the same dynamic xb-work as on the host with the allocator
 # in LD_PRELOAD (the libraries and what ldd says they need are copied into
 # the initramfs), and xb-vm-ipi counts the TLB + CAL interrupts of
 # /proc/interrupts, summed over the guest's CPUs, around each run.
@@ -31,7 +32,8 @@ top_builddir=${top_builddir:-$top_srcdir}
 smps="2 4 8"
 kernel=
 runs=1
-allocs="glibc jemalloc mimalloc xpfo xpfo-light xpfo-eager"
+allocs="glibc jemalloc mimalloc mimalloc-secure xpfo xpfo-light xpfo-eager"
+allocs_given=0
 plan=
 plan_eager=
 out=$top_builddir/bench/results/vm-ipi.md
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
 	[ $# -ge 2 ] || die "$1 needs an argument (see --help)"
 	case $1 in
 	--smp) smps=$2 ;; --kernel) kernel=$2 ;; --runs) runs=$2 ;;
-	--allocs) allocs=$2 ;; --plan) plan=$2 ;; --plan-eager) plan_eager=$2 ;;
+	--allocs) allocs=$2; allocs_given=1 ;; --plan) plan=$2 ;; --plan-eager) plan_eager=$2 ;;
 	--out) out=$2 ;;
 	--title) title=$2 ;;
 	*) die "unknown argument: $1 (see --help)" ;;
@@ -95,16 +97,30 @@ done
 readelf -l "$ipi" | grep -q INTERP && die "$ipi must be static"
 # The libraries: each allocator's, and what ldd says it and xb-work need.
 libs="$xlib"
+run_allocs=
 for a in $allocs; do
 	case $a in
 	jemalloc|mimalloc)
 		l=$(ldconfig -p | sed -n "s/.*lib$a\.so\.2 (libc6,x86-64) => //p" | head -n 1)
 		[ -n "$l" ] || die "lib$a.so.2 not found (apt-get install lib$a-dev)"
 		libs="$libs $l" ;;
+	mimalloc-secure)
+		# built from Debian's source (make bench-baselines); left out of
+		# the default list when it is not built, an error when asked for
+		if l=$(sh "$top_srcdir/bench/baselines/mimalloc-secure.sh" --cached 2>"$work/why"); then
+			libs="$libs $l"
+		elif [ $allocs_given = 1 ]; then
+			die "mimalloc-secure: $(sed 's/^[^:]*: //' "$work/why")"
+		else
+			echo "$me: mimalloc-secure left out: $(sed 's/^[^:]*: //' "$work/why")" >&2
+			continue
+		fi ;;
 	glibc|xpfo|xpfo-light|xpfo-eager) ;;
 	*) die "unknown allocator '$a'" ;;
 	esac
+	run_allocs="$run_allocs $a"
 done
+allocs=$run_allocs
 deps=
 for f in "$xbwork" $libs; do
 	deps="$deps $(ldd "$f" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p')"

@@ -2,18 +2,22 @@
 under one of them (LD_PRELOAD, XPFO_OPTIONS)."""
 
 import os
+import subprocess
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
+# allocators built from source for the comparison (bench/baselines/)
+BASELINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines")
 
 
 class Alloc:
-    def __init__(self, name, preload, env=None, xpfo=False, note="", only=None):
+    def __init__(self, name, preload, env=None, xpfo=False, note="", only=None, missing=None):
         self.name = name
         self.preload = preload  # path, or None for glibc
         self.env = env or {}
         self.xpfo = xpfo
         self.note = note
         self.only = only  # the benchmarks it applies to (None: all)
+        self.missing = missing  # why it cannot run, known before trying it
         self.ok = True
         self.why = ""
 
@@ -26,6 +30,23 @@ def find_libc():
     return None
 
 
+def baseline_lib(script):
+    """A library bench/baselines/SCRIPT builds: (path, None) when it is in
+    its cache, else (the path it would have, why not).  Builds nothing
+    (`make bench-baselines` does)."""
+    argv = ["sh", os.path.join(BASELINES, script), "--cached"]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, "%s --cached: %s" % (script, e)
+    path = p.stdout.strip() or None
+    if p.returncode == 0 and path:
+        return path, None
+    why = [line.split(": ", 1)[-1] for line in p.stderr.strip().splitlines()] or \
+        ["%s --cached exited with %d" % (script, p.returncode)]
+    return path, why[-1]
+
+
 PROFILE_BENCHES = {"larson", "xmalloc", "scratch", "tree", "hash", "frag",
                    "prodcons", "threadchurn", "shortlived", "server", "glthread",
                    "bigblock", "genchurn", "mixed2", "sqlite", "python", "redis", "git"}
@@ -33,10 +54,15 @@ PROFILE_BENCHES = {"larson", "xmalloc", "scratch", "tree", "hash", "frag",
 
 def make_allocators(builddir):
     xpfo_so = os.path.join(builddir, ".libs", "libxpfo.so")
+    misec, misec_why = baseline_lib("mimalloc-secure.sh")
     return [
         Alloc("glibc", None, note="no preload"),
         Alloc("jemalloc", os.path.join(LIBDIR, "libjemalloc.so.2")),
         Alloc("mimalloc", os.path.join(LIBDIR, "libmimalloc.so.2")),
+        # the same mimalloc built with MI_SECURE (guard pages, encoded free
+        # lists, randomized allocation), from Debian's source package
+        Alloc("mimalloc-secure", misec or "libmimalloc-secure.so",
+              note="libmimalloc2.0's source with MI_SECURE=ON", missing=misec_why),
         Alloc("xpfo", xpfo_so, {}, True, "default (revoke=batched)"),
         Alloc("xpfo-eager", xpfo_so, {"XPFO_OPTIONS": "revoke=eager"}, True),
         Alloc("xpfo-off", xpfo_so, {"XPFO_OPTIONS": "revoke=off"}, True),
@@ -65,9 +91,12 @@ def applies(alloc, bench):
 
 def base_env():
     env = dict(os.environ)
-    for k in ("LD_PRELOAD", "XPFO_OPTIONS", "MALLOC_CONF", "MIMALLOC_OPTIONS",
-              "PYTHONMALLOC", "GIT_DIR"):
+    for k in ("LD_PRELOAD", "XPFO_OPTIONS", "MALLOC_CONF", "PYTHONMALLOC", "GIT_DIR"):
         env.pop(k, None)
+    # mimalloc's options (MIMALLOC_VERBOSE, MIMALLOC_SHOW_STATS, ...): both
+    # mimalloc columns run with its defaults
+    for k in [k for k in env if k.startswith("MIMALLOC_")]:
+        del env[k]
     env["LC_ALL"] = "C"
     return env
 

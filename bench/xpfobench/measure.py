@@ -123,6 +123,8 @@ def run_server_bench(ctx, bench, alloc, env, profile, sc_out, timeout):
 
 def check_alloc(ctx, alloc):
     """Can this allocator run a trivial program and a small workload?"""
+    if alloc.missing:
+        return alloc.missing
     if alloc.preload and not os.path.exists(alloc.preload):
         return "%s not found" % alloc.preload
     exe = os.path.join(ctx.builddir, "bench", "xb-work")

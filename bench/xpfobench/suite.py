@@ -33,7 +33,9 @@ def parse_args():
     ap.add_argument("--srcdir", default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--allocators", default=None,
-                    help="comma-separated subset of glibc,jemalloc,mimalloc,xpfo,xpfo-eager,xpfo-off")
+                    help="comma-separated subset of glibc,jemalloc,mimalloc,mimalloc-secure,"
+                    "xpfo,xpfo-eager,xpfo-off,xpfo-strict,xpfo-light,xpfo-mprotect,xpfo-uffd,"
+                    "xpfo-cthread (default: all)")
     ap.add_argument("--only", default=None, help="regex on benchmark names")
     ap.add_argument("--repeat", type=int, default=None)
     ap.add_argument("--no-profile", action="store_true", help="skip strace/VMA/xpfo-stats runs")
