@@ -3,8 +3,9 @@
 # kernel/README.md, too long for make check-kernel.
 #
 #   1. -smp 4, 1/2/4 faulting threads, functional checks, 10,000-file churn,
-#      2,000 RLIMIT_MEMLOCK=0 touches, split counters after 1 GiB of churn;
-#   2. -smp 8, 1/2/4 faulting threads (counts only);
+#      2,000 RLIMIT_MEMLOCK=0 touches, split counters after 1 GiB of churn,
+#      100 process_madvise(MADV_DONTNEED) releases of 64 ranges per layout;
+#   2. -smp 8, 1/2/4 faulting threads and the releases (counts only);
 #   3. five interleaved boots of base and patched: fault time and churn time
 #      (ratio of medians);
 #   4. the "noflush" kernel (the series with the block flush deleted): its
@@ -53,15 +54,15 @@ step() {	# N TITLE VARIANTS -- TEST.SH ARGS
 
 step 1 "-smp 4: threads, checks, churn, RLIMIT_MEMLOCK=0, 1 GiB split counters" \
 	"base patched" -- --smp 4 --mib 64 --threads "1 2 4" --churn 10000 \
-	--memlock0 2000 --dmap-mib 1024 || status=1
+	--memlock0 2000 --dmap-mib 1024 --madv 100 || status=1
 step 2 "-smp 8: threads" "base patched" -- --smp 8 --mib 64 --threads "1 2 4" \
-	--no-check --churn 0 --memlock0 0 --dmap-mib 0 || status=1
+	--no-check --churn 0 --memlock0 0 --dmap-mib 0 --madv 100 || status=1
 step 3 "five interleaved boots: fault and churn time" "base patched" -- \
 	--boots 5 --smp 4 --mib 64 --threads 1 --no-check --churn 10000 --memlock0 0 \
-	--dmap-mib 0 || status=1
+	--dmap-mib 0 --madv 0 || status=1
 if step 4 "the flush deleted: the lower bound must reject it" noflush -- \
 	--configs noflush --smp 4 --mib 64 --threads "1 4" --no-check --churn 0 \
-	--memlock0 0 --dmap-mib 0; then
+	--memlock0 0 --dmap-mib 0 --madv 0; then
 	case " $only " in *" 4 "*)
 		echo "FAIL: kernel/noflush-rejected (every check passed)" | tee -a "$out"
 		status=1 ;;

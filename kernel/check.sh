@@ -10,7 +10,9 @@
 #      checks, the direct-map absence check, the flush measurement on 32 MiB
 #      with 1 and 4 faulting threads (lower and upper bounds, flat in the
 #      thread count), small-file churn, the RLIMIT_MEMLOCK=0 loop, the split
-#      counters after 128 MiB of secret churn, and the extra static test
+#      counters after 128 MiB of secret churn, 20 process_madvise(
+#      MADV_DONTNEED) releases of 64 ranges per layout (one TLB flush round
+#      a call patched, one a range on base), and the extra static test
 #      binaries (kernel/extra/*.c, built here, plus every executable in
 #      $XPFO_KERNEL_EXTRA if set).  Times are judged by make bench-kernel.
 #

@@ -15,6 +15,13 @@
  *   ktest dmap MIB CHUNK MIB MiB of secret churn in CHUNK MiB files; print
  *                        the direct map's page sizes and split counters
  *                        before and after
+ *   ktest madv ROUNDS    ROUNDS times: populate 64 ranges of 4 pages (in 64
+ *                        VMAs, then in one VMA) and release them with one
+ *                        process_madvise(MADV_DONTNEED) (the kernel may
+ *                        refuse: then with 64 madvise() calls, as on 6.12)
+ *                        while a thread spins on every other CPU; print
+ *                        the CAL and TLB interrupts per call
+ *   ktest madv-check     only the process_madvise checks of "check"
  *
  * Every check can fail: the refusals (vmsplice, process_vm_readv) are checked
  * against a control on ordinary shared memory that must succeed, and a
@@ -33,6 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
+#include <poll.h>
+#include <linux/userfaultfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -43,6 +53,15 @@
 
 #ifndef SYS_memfd_secret
 #define SYS_memfd_secret 447
+#endif
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
 #endif
 
 #define PAGE 4096UL
@@ -959,6 +978,507 @@ static int dmap_churn(long mib, long chunk)
 	return 0;
 }
 
+/*
+ * process_madvise(MADV_DONTNEED) over a vector of ranges of this process
+ * (kernel/patches/0003 and 0004: accepted, and one TLB flush for the whole
+ * vector; the stock 6.12 kernel refuses it with EINVAL, and a program
+ * releases the ranges with one madvise() each instead).
+ */
+#define MADV_RANGES 64
+#define MADV_RPAGES 4
+
+struct madv_set {
+	char *base;
+	size_t len, stride;
+	int n;
+	struct iovec iov[MADV_RANGES];
+};
+
+/*
+ * @n ranges of MADV_RPAGES pages.  Layout "vmas": each range in a VMA of
+ * its own (a PROT_NONE page after each range splits the mapping); "onevma":
+ * one VMA, MADV_RPAGES untouched pages between two ranges.
+ */
+static int madv_setup(struct madv_set *m, int n, int onevma)
+{
+	m->n = n;
+	m->stride = (size_t)(onevma ? 2 * MADV_RPAGES : MADV_RPAGES + 1) * PAGE;
+	m->len = m->stride * (size_t)n;
+	m->base = mmap(NULL, m->len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->base == MAP_FAILED)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		char *r = m->base + (size_t)i * m->stride;
+
+		m->iov[i] = (struct iovec){ r, MADV_RPAGES * PAGE };
+		if (!onevma && mprotect(r + MADV_RPAGES * PAGE, PAGE, PROT_NONE))
+			return -1;
+	}
+	return 0;
+}
+
+static size_t madv_bytes(const struct madv_set *m)
+{
+	return (size_t)m->n * MADV_RPAGES * PAGE;
+}
+
+/* Every page of range @i gets a pattern (@full: the whole page). */
+static void madv_fill(struct madv_set *m, int i, int full)
+{
+	char *r = m->iov[i].iov_base;
+
+	for (size_t off = 0; off < MADV_RPAGES * PAGE; off += PAGE) {
+		if (full)
+			fill(r + off, PAGE, (unsigned)(i * 31 + off / PAGE));
+		else
+			r[off] = 1;
+	}
+}
+
+static int madv_intact(const struct madv_set *m, int i)
+{
+	const char *r = m->iov[i].iov_base;
+
+	for (size_t off = 0; off < MADV_RPAGES * PAGE; off += PAGE)
+		if (!verify(r + off, PAGE, (unsigned)(i * 31 + off / PAGE)))
+			return 0;
+	return 1;
+}
+
+/* Pages of [p, p + len) that are mapped (present or swapped), -1 on error. */
+static long present_pages(const char *p, size_t len)
+{
+	uint64_t pm[64];
+	size_t pages = len / PAGE;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	long n = 0;
+
+	if (fd < 0 || pages > 64)
+		return -1;
+	if (pread(fd, pm, pages * sizeof(*pm),
+		  (off_t)((uintptr_t)p / PAGE * sizeof(*pm))) !=
+	    (ssize_t)(pages * sizeof(*pm)))
+		n = -1;
+	for (size_t i = 0; n >= 0 && i < pages; i++)
+		n += (pm[i] >> 62) != 0;
+	close(fd);
+	return n;
+}
+
+/* Range @i reads zero and, if @fresh, had no page mapped before the read. */
+static int madv_zero(const struct madv_set *m, int i, int fresh)
+{
+	const char *r = m->iov[i].iov_base;
+
+	if (fresh && present_pages(r, MADV_RPAGES * PAGE) != 0)
+		return 0;
+	return all_zero(r, MADV_RPAGES * PAGE);
+}
+
+/*
+ * Release the first @n ranges: one process_madvise() (@vector), else one
+ * madvise() each (stopping at the first error, as process_madvise does).
+ * The bytes released, or -errno when nothing was.
+ */
+static long madv_release(int pidfd, struct madv_set *m, int n, int advice,
+			 int vector)
+{
+	long done = 0;
+
+	if (vector) {
+		long r = syscall(SYS_process_madvise, pidfd, m->iov, (size_t)n,
+				 advice, 0u);
+		return r < 0 ? -errno : r;
+	}
+	for (int i = 0; i < n; i++) {
+		if (madvise(m->iov[i].iov_base, m->iov[i].iov_len, advice) != 0)
+			return done ? done : -errno;
+		done += (long)m->iov[i].iov_len;
+	}
+	return done;
+}
+
+/*
+ * Threads on the other CPUs, so that the process's mm is live there: they
+ * spin, or (readers) read every page of the ranges until told to hold, so
+ * that their TLBs hold the old translations when the ranges are released,
+ * then read them again once the call has returned.
+ */
+enum { SPIN_RUN, SPIN_HOLD, SPIN_VERIFY, SPIN_STOP };
+
+struct spinners {
+	int n, phase, held, verified, nonzero, passes;
+	struct madv_set *m;	/* NULL: spin only */
+	pthread_t id[64];
+	struct spin_arg {
+		struct spinners *s;
+		int cpu;
+	} arg[64];
+};
+
+static void *spinner(void *arg)
+{
+	struct spin_arg *a = arg;
+	struct spinners *s = a->s;
+	int held = 0, done = 0, passed = 0;
+
+	pin(a->cpu);
+	for (;;) {
+		int ph = __atomic_load_n(&s->phase, __ATOMIC_ACQUIRE);
+		volatile char sink = 0;
+
+		if (ph == SPIN_STOP)
+			break;
+		if (!s->m)
+			continue;
+		if (ph == SPIN_RUN) {
+			for (int i = 0; i < s->m->n; i++)
+				for (size_t off = 0; off < MADV_RPAGES * PAGE; off += PAGE)
+					sink += ((volatile char *)s->m->iov[i].iov_base)[off];
+			if (!passed++)
+				__atomic_fetch_add(&s->passes, 1, __ATOMIC_RELEASE);
+		} else if (ph == SPIN_HOLD && !held) {
+			held = 1;
+			__atomic_fetch_add(&s->held, 1, __ATOMIC_RELEASE);
+		} else if (ph == SPIN_VERIFY && !done) {
+			int bad = 0;
+
+			for (int i = 0; i < s->m->n; i++)
+				if (!all_zero(s->m->iov[i].iov_base, MADV_RPAGES * PAGE))
+					bad++;
+			done = 1;
+			__atomic_fetch_add(&s->nonzero, bad, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&s->verified, 1, __ATOMIC_RELEASE);
+		}
+		(void)sink;
+	}
+	return NULL;
+}
+
+/* The calling thread on CPU 0, a spinner on every other CPU. */
+static int spinners_start(struct spinners *s, struct madv_set *m)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(s, 0, sizeof(*s));
+	s->m = m;
+	pin(0);
+	for (int c = 1; c < ncpu && s->n < 64; c++) {
+		s->arg[s->n] = (struct spin_arg){ s, c };
+		if (pthread_create(&s->id[s->n], NULL, spinner, &s->arg[s->n]))
+			return -1;
+		s->n++;
+	}
+	return 0;
+}
+
+static void spinners_wait(struct spinners *s, int *counter)
+{
+	while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < s->n)
+		sched_yield();
+}
+
+static void spinners_stop(struct spinners *s, const cpu_set_t *all)
+{
+	__atomic_store_n(&s->phase, SPIN_STOP, __ATOMIC_RELEASE);
+	for (int i = 0; i < s->n; i++)
+		pthread_join(s->id[i], NULL);
+	sched_setaffinity(0, sizeof(*all), all);
+}
+
+static int madv_pidfd(void)
+{
+	return (int)syscall(SYS_pidfd_open, getpid(), 0u);
+}
+
+/*
+ * Functional checks.  Whether the kernel takes the vector (one MADVVEC line
+ * for kernel/test.sh: the stock 6.12 kernel answers EINVAL); then in both
+ * kernels, 64 ranges in 64 VMAs and in one VMA, released while readers on
+ * the other CPUs hold their translations: every page is unmapped after the
+ * call and reads zero, on this CPU and on the others.  Where the vector is
+ * taken: the return value and the ranges left as they were when one range
+ * fails (a hole, an mlocked VMA, a misaligned first range), as
+ * process_madvise() always did (the bytes advised before the first failing
+ * range, or its error); MADV_DONTNEED_LOCKED over an mlocked VMA; and a
+ * range registered with userfaultfd (UFFD_FEATURE_EVENT_REMOVE, so that the
+ * kernel drops mmap_lock for the monitor in the middle of the vector).
+ */
+static void check_madv_layout(int pidfd, int vector, int onevma)
+{
+	const char *name = onevma ? "madv-zero-onevma" : "madv-zero-vmas";
+	struct madv_set m;
+	struct spinners s;
+	cpu_set_t all;
+	long got;
+	int fresh = 0, zero = 0;
+
+	if (sched_getaffinity(0, sizeof(all), &all) != 0 ||
+	    madv_setup(&m, MADV_RANGES, onevma) != 0) {
+		report(0, name, "setup: %s", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < m.n; i++)
+		madv_fill(&m, i, 1);
+	if (spinners_start(&s, &m) != 0) {
+		report(0, name, "threads: %s", strerror(errno));
+		return;
+	}
+	spinners_wait(&s, &s.passes);
+	__atomic_store_n(&s.phase, SPIN_HOLD, __ATOMIC_RELEASE);
+	spinners_wait(&s, &s.held);
+	got = madv_release(pidfd, &m, m.n, MADV_DONTNEED, vector);
+	for (int i = 0; i < m.n; i++)
+		fresh += present_pages(m.iov[i].iov_base, MADV_RPAGES * PAGE) == 0;
+	__atomic_store_n(&s.phase, SPIN_VERIFY, __ATOMIC_RELEASE);
+	spinners_wait(&s, &s.verified);
+	for (int i = 0; i < m.n; i++)
+		zero += madv_zero(&m, i, 0);
+	spinners_stop(&s, &all);
+	report(got == (long)madv_bytes(&m) && fresh == m.n && zero == m.n &&
+	       s.nonzero == 0, name,
+	       "%s returned %ld of %zu; %d of %d ranges unmapped, %d read zero here, %d non-zero on %d other CPUs",
+	       vector ? "process_madvise" : "madvise loop", got, madv_bytes(&m),
+	       fresh, m.n, zero, s.nonzero, s.n);
+	munmap(m.base, m.len);
+}
+
+/* 8 ranges in 8 VMAs, filled; 0 or -1. */
+static int madv_eight(struct madv_set *m)
+{
+	if (madv_setup(m, 8, 0) != 0)
+		return -1;
+	for (int i = 0; i < m->n; i++)
+		madv_fill(m, i, 1);
+	return 0;
+}
+
+/* Ranges [0, a) read zero, [a, n) are intact; @skip is not looked at. */
+static int madv_state(const struct madv_set *m, int a, int skip)
+{
+	for (int i = 0; i < m->n; i++) {
+		if (i == skip)
+			continue;
+		if (i < a ? !madv_zero(m, i, 0) : !madv_intact(m, i))
+			return 0;
+	}
+	return 1;
+}
+
+static int uffd_removes;
+static unsigned long uffd_remove_start, uffd_remove_end;
+
+static void *uffd_monitor(void *arg)
+{
+	int fd = *(int *)arg;
+	struct uffd_msg msg;
+
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+
+		if (poll(&p, 1, 5000) <= 0)
+			break;
+		if (read(fd, &msg, sizeof(msg)) != sizeof(msg))
+			break;
+		if (msg.event == UFFD_EVENT_REMOVE) {
+			uffd_remove_start = msg.arg.remove.start;
+			uffd_remove_end = msg.arg.remove.end;
+			__atomic_fetch_add(&uffd_removes, 1, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void check_madv_uffd(int pidfd)
+{
+	struct madv_set m;
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_EVENT_REMOVE };
+	struct uffdio_register reg;
+	pthread_t mon;
+	long got;
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	const int u = 2;
+
+	if (fd < 0 || ioctl(fd, UFFDIO_API, &api) != 0 || madv_eight(&m) != 0) {
+		report(0, "madv-uffd-remove", "userfaultfd: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	reg.range.start = (unsigned long)m.iov[u].iov_base;
+	reg.range.len = MADV_RPAGES * PAGE;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
+		report(0, "madv-uffd-remove", "register: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	uffd_removes = 0;
+	pthread_create(&mon, NULL, uffd_monitor, &fd);
+	got = madv_release(pidfd, &m, m.n, MADV_DONTNEED, 1);
+	pthread_join(mon, NULL);
+	/* range u is not read: a read would wait for the monitor */
+	int others = madv_state(&m, m.n, u);
+	long left = present_pages(m.iov[u].iov_base, MADV_RPAGES * PAGE);
+
+	report(got == (long)madv_bytes(&m) && others && left == 0 &&
+	       uffd_removes == 1 &&
+	       uffd_remove_start == (unsigned long)m.iov[u].iov_base &&
+	       uffd_remove_end == uffd_remove_start + MADV_RPAGES * PAGE,
+	       "madv-uffd-remove",
+	       "returned %ld of %zu, other ranges zero %d, %ld pages left in the registered range, %d REMOVE events",
+	       got, madv_bytes(&m), others, left, uffd_removes);
+	close(fd);
+	munmap(m.base, m.len);
+}
+
+static void check_madv(void)
+{
+	int pidfd = madv_pidfd();
+	struct madv_set m;
+	long got;
+	int vector, err;
+
+	unlimited_memlock();	/* for the mlocked range; root in the guest */
+	if (pidfd < 0 || madv_setup(&m, 1, 1) != 0) {
+		report(0, "madv-vector", "pidfd_open or setup: %s", strerror(errno));
+		return;
+	}
+	madv_fill(&m, 0, 1);
+	got = madv_release(pidfd, &m, 1, MADV_DONTNEED, 1);
+	err = got < 0 ? (int)-got : 0;
+	vector = got >= 0;
+	printf(TAG "MADVVEC accepted=%d errno=%d\n", vector, err);
+	report((vector && got == MADV_RPAGES * (long)PAGE && madv_zero(&m, 0, 1)) ||
+	       (!vector && err == EINVAL), "madv-vector",
+	       "process_madvise(MADV_DONTNEED) on a pidfd of this process: %ld (%s)",
+	       got, strerror(err));
+	munmap(m.base, m.len);
+
+	check_madv_layout(pidfd, vector, 0);
+	check_madv_layout(pidfd, vector, 1);
+	if (!vector) {
+		close(pidfd);
+		return;
+	}
+
+	/* A hole in range 3: its pages around the hole go, 0-2 are counted. */
+	if (madv_eight(&m) == 0) {
+		char *r3 = m.iov[3].iov_base;
+
+		munmap(r3 + PAGE, PAGE);
+		got = madv_release(pidfd, &m, m.n, MADV_DONTNEED, 1);
+		int r3zero = all_zero(r3, PAGE) && all_zero(r3 + 2 * PAGE, 2 * PAGE);
+
+		report(got == 3 * MADV_RPAGES * (long)PAGE && madv_state(&m, 3, 3) &&
+		       r3zero, "madv-partial-hole",
+		       "returned %ld (want %ld), 0-2 zero and 4-7 intact %d, range 3 around its hole zero %d",
+		       got, 3 * MADV_RPAGES * (long)PAGE, madv_state(&m, 3, 3), r3zero);
+		munmap(m.base, m.len);
+	} else {
+		report(0, "madv-partial-hole", "setup: %s", strerror(errno));
+	}
+
+	/* Range 5 mlocked: MADV_DONTNEED stops there (-EINVAL), 0-4 counted;
+	 * MADV_DONTNEED_LOCKED releases all 8. */
+	if (madv_eight(&m) == 0 && mlock(m.iov[5].iov_base, MADV_RPAGES * PAGE) == 0) {
+		got = madv_release(pidfd, &m, m.n, MADV_DONTNEED, 1);
+		report(got == 5 * MADV_RPAGES * (long)PAGE && madv_state(&m, 5, -1),
+		       "madv-partial-locked",
+		       "returned %ld (want %ld), 0-4 zero and 5-7 intact %d", got,
+		       5 * MADV_RPAGES * (long)PAGE, madv_state(&m, 5, -1));
+		for (int i = 0; i < m.n; i++)
+			madv_fill(&m, i, 1);
+		got = madv_release(pidfd, &m, m.n, MADV_DONTNEED_LOCKED, 1);
+		report(got == (long)madv_bytes(&m) && madv_state(&m, m.n, -1),
+		       "madv-dontneed-locked",
+		       "returned %ld of %zu, all zero %d", got, madv_bytes(&m),
+		       madv_state(&m, m.n, -1));
+		munmap(m.base, m.len);
+	} else {
+		report(0, "madv-partial-locked", "setup or mlock: %s", strerror(errno));
+	}
+
+	/* A misaligned first range: -EINVAL, nothing released. */
+	if (madv_eight(&m) == 0) {
+		m.iov[0].iov_base = (char *)m.iov[0].iov_base + 1;
+		got = madv_release(pidfd, &m, m.n, MADV_DONTNEED, 1);
+		m.iov[0].iov_base = (char *)m.iov[0].iov_base - 1;
+		report(got == -EINVAL && madv_state(&m, 0, -1), "madv-bad-first",
+		       "returned %ld (want %d), all intact %d", got, -EINVAL,
+		       madv_state(&m, 0, -1));
+		munmap(m.base, m.len);
+	} else {
+		report(0, "madv-bad-first", "setup: %s", strerror(errno));
+	}
+
+	check_madv_uffd(pidfd);
+	close(pidfd);
+}
+
+/*
+ * @rounds times: populate the 64 ranges (one write a page), then release
+ * them with one process_madvise (@vector) or 64 madvise() calls, a spinner
+ * on every other CPU; CAL and TLB (summed over CPUs) around the release.
+ */
+static int madv_measure(int pidfd, long rounds, int onevma, int vector)
+{
+	struct madv_set m;
+	struct spinners s;
+	cpu_set_t all;
+	long cal = 0, tlb = 0, bad = 0;
+	double ns = 0;
+
+	if (sched_getaffinity(0, sizeof(all), &all) != 0 ||
+	    madv_setup(&m, MADV_RANGES, onevma) != 0 ||
+	    spinners_start(&s, NULL) != 0)
+		return 1;
+	for (long r = 0; r < rounds; r++) {
+		for (int i = 0; i < m.n; i++)
+			madv_fill(&m, i, 0);
+		long c0 = irq_count("CAL"), t0 = irq_count("TLB");
+		double n0 = now_ns();
+		long got = madv_release(pidfd, &m, m.n, MADV_DONTNEED, vector);
+
+		ns += now_ns() - n0;
+		cal += irq_count("CAL") - c0;
+		tlb += irq_count("TLB") - t0;
+		bad += got != (long)madv_bytes(&m);
+	}
+	spinners_stop(&s, &all);
+	munmap(m.base, m.len);
+	printf(TAG "MADV layout=%s mode=%s ranges=%d pages=%d rounds=%ld cpus=%ld cal=%ld tlb=%ld ns_per_call=%.0f bad=%ld\n",
+	       onevma ? "onevma" : "vmas", vector ? "vector" : "loop", m.n,
+	       MADV_RPAGES, rounds, sysconf(_SC_NPROCESSORS_ONLN), cal, tlb,
+	       ns / (double)rounds, bad);
+	return 0;
+}
+
+/* Both layouts, the vector where the kernel takes it and the loop. */
+static int madv(long rounds)
+{
+	int pidfd = madv_pidfd();
+	struct madv_set m;
+	int vector, rc = 0;
+
+	if (pidfd < 0 || madv_setup(&m, 1, 1) != 0)
+		return 1;
+	m.iov[0].iov_len = PAGE;
+	vector = syscall(SYS_process_madvise, pidfd, m.iov, (size_t)1,
+			 MADV_DONTNEED, 0u) == (long)PAGE;
+	munmap(m.base, m.len);
+	for (int onevma = 0; onevma <= 1; onevma++) {
+		if (vector)
+			rc |= madv_measure(pidfd, rounds, onevma, 1);
+		rc |= madv_measure(pidfd, rounds, onevma, 0);
+	}
+	close(pidfd);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	long a = argc >= 3 ? atol(argv[2]) : 0;
@@ -978,6 +1498,7 @@ int main(int argc, char **argv)
 		check_pool_shrinker();
 		check_stress(4, 40);
 		check_concurrent(a > 0 ? (int)a : 8);
+		check_madv();
 		return failures ? 1 : 0;
 	}
 	if (argc == 4 && strcmp(argv[1], "measure") == 0 && a > 0 &&
@@ -989,7 +1510,13 @@ int main(int argc, char **argv)
 		return memlock0(a);
 	if (argc == 4 && strcmp(argv[1], "dmap") == 0 && a > 0 && b > 0)
 		return dmap_churn(a, b);
+	if (argc == 3 && strcmp(argv[1], "madv") == 0 && a > 0)
+		return madv(a);
+	if (argc == 2 && strcmp(argv[1], "madv-check") == 0) {
+		check_madv();
+		return failures ? 1 : 0;
+	}
 	fprintf(stderr, "usage: ktest check [ROUNDS] | measure MIB THREADS | "
-		"churn N | memlock0 N | dmap MIB CHUNK\n");
+		"churn N | memlock0 N | dmap MIB CHUNK | madv ROUNDS | madv-check\n");
 	return 2;
 }

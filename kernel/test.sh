@@ -2,12 +2,13 @@
 # kernel/test.sh: boot kernels from kernel/build.sh in QEMU and run
 # kernel/ktest.c inside: the memfd_secret functional checks, the flush
 # measurement with several faulting threads, the direct-map absence check,
-# small-file churn, the RLIMIT_MEMLOCK=0 loop and the direct-map split
-# counters; then print the configurations side by side and judge the claims.
+# small-file churn, the RLIMIT_MEMLOCK=0 loop, the direct-map split
+# counters and the TLB flushes of a process_madvise(MADV_DONTNEED) vector;
+# then print the configurations side by side and judge the claims.
 #
 # Usage: kernel/test.sh [--configs "base patched"] [--boots N] [--smp N]
 #                       [--threads "1 4"] [--mib M] [--churn N]
-#                       [--memlock0 N] [--dmap-mib M] [--mem SIZE]
+#                       [--memlock0 N] [--dmap-mib M] [--madv N] [--mem SIZE]
 #                       [--extra DIR] [--keep-logs DIR] [--no-check]
 #
 #   --configs    kernels to boot: base, patched, noflush (the series with the
@@ -23,6 +24,9 @@
 #   --memlock0 N RLIMIT_MEMLOCK=0 iterations (default 500; 0 = none)
 #   --dmap-mib M secret churn before the split counters are read (default
 #                128, in 64 MiB files; 0 = none)
+#   --madv N     process_madvise(MADV_DONTNEED) calls over 64 populated
+#                ranges per layout (64 VMAs, one VMA), a thread spinning on
+#                every other CPU (default 20; 0 = none)
 #   --extra DIR  every executable in DIR (static) is run in the first boot of
 #                each configuration; exit 0 = PASS, 77 = SKIP, else FAIL
 #   --no-check   skip the functional checks
@@ -40,7 +44,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 kdir=$(kernel_dir)
 configs="base patched"
-boots=1 smp=4 threads="1 4" mib=32 churn=2000 memlock0=500 dmapmib=128
+boots=1 smp=4 threads="1 4" mib=32 churn=2000 memlock0=500 dmapmib=128 madv=20
 mem=512M extra= keep= check=1
 
 while [ $# -gt 0 ]; do
@@ -53,6 +57,7 @@ while [ $# -gt 0 ]; do
 	--configs) configs=$2 ;; --boots) boots=$2 ;; --smp) smp=$2 ;;
 	--threads) threads=$2 ;; --mib) mib=$2 ;; --churn) churn=$2 ;;
 	--memlock0) memlock0=$2 ;; --dmap-mib) dmapmib=$2 ;; --mem) mem=$2 ;;
+	--madv) madv=$2 ;;
 	--extra) extra=$2 ;; --keep-logs) keep=$2 ;;
 	*) die "unknown argument: $1 (see --help)" ;;
 	esac
@@ -61,7 +66,7 @@ done
 for v in "$boots" "$smp" "$mib" $threads; do
 	case $v in ''|*[!0-9]*|0) die "bad number: '$v'" ;; esac
 done
-for v in "$churn" "$memlock0" "$dmapmib"; do
+for v in "$churn" "$memlock0" "$dmapmib" "$madv"; do
 	case $v in ''|*[!0-9]*) die "bad number: '$v'" ;; esac
 done
 [ -z "$extra" ] || [ -d "$extra" ] || die "--extra: no directory $extra"
@@ -124,6 +129,7 @@ for t in $(arg threads | tr , ' '); do
 done
 [ "$(arg churn)" -gt 0 ] && /ktest churn "$(arg churn)"
 [ "$(arg memlock0)" -gt 0 ] && /ktest memlock0 "$(arg memlock0)"
+[ "$(arg madv)" -gt 0 ] && /ktest madv "$(arg madv)"
 if [ "$(arg extra)" = 1 ]; then
 	for f in /extra/*; do
 		[ -x "$f" ] || continue
@@ -169,7 +175,7 @@ while [ $i -le "$boots" ]; do
 	[ $i = 1 ] && first=1
 	for c in $configs; do
 		boot "$(name_of "$c")-$i" "$(kernel_of "$c")" \
-			"$(args_of "$c") xpfo.check=$((first * check)) xpfo.extra=$first xpfo.mib=$mib xpfo.threads=$tlist xpfo.churn=$churn xpfo.memlock0=$memlock0 xpfo.dmap=$dmapmib"
+			"$(args_of "$c") xpfo.check=$((first * check)) xpfo.extra=$first xpfo.mib=$mib xpfo.threads=$tlist xpfo.churn=$churn xpfo.memlock0=$memlock0 xpfo.dmap=$dmapmib xpfo.madv=$madv"
 	done
 	i=$((i + 1))
 done
@@ -242,6 +248,16 @@ for c in $configs; do
 			s/^XPFO-KTEST: MEMLOCK0 n=\([0-9]*\) cal=\([0-9-]*\) all_sigbus=\([0-9]*\).*/memlock0 - \1 \2 \3/p;
 			s/^XPFO-KTEST: DMAP \([a-z]*\) 4k=\([0-9-]*\) 2M=\([0-9-]*\) 1G=\([0-9-]*\) l2_splits=\([0-9-]*\) l3_splits=\([0-9-]*\).*/dmap \1 \2 \3 \4 \5 \6/p' \
 			"$log" | sed "s/^/$n /"
+		# process_madvise: per call (CAL, TLB, us), then ranges, cpus, bad
+		awk '/^XPFO-KTEST: MADV / {
+			for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			r = v["rounds"]
+			printf "madv %s-%s %.2f %.2f %.1f %d %d %d\n", v["layout"], v["mode"],
+				v["cal"] / r, v["tlb"] / r, v["ns_per_call"] / 1000,
+				v["ranges"], v["cpus"], v["bad"]
+		}' "$log" | sed "s/^/$n /"
+		sed -n 's/^XPFO-KTEST: MADVVEC accepted=\([0-9]*\) errno=\([0-9]*\).*/madvvec - \1 \2/p' \
+			"$log" | sed "s/^/$n /"
 	done >>"$rows"
 done
 
@@ -290,6 +306,15 @@ if [ "$dmapmib" -gt 0 ]; then
 	row "level2 splits, before" dmap before 4
 	row "level2 splits, after" dmap after 4
 	row "level3 splits, after" dmap after 5
+fi
+if [ "$madv" -gt 0 ]; then
+	for l in vmas onevma; do
+		for md in vector loop; do
+			row "madv $l $md: CAL/call" madv "$l-$md" 1
+			row "madv $l $md: TLB/call" madv "$l-$md" 2
+			row "madv $l $md: us/call" madv "$l-$md" 3
+		done
+	done
 fi
 echo
 
@@ -411,4 +436,77 @@ for n in $names; do
 		fi
 	fi
 done
+
+# process_madvise(MADV_DONTNEED) over 64 populated ranges, a thread spinning
+# on every other CPU.  The stock kernel refuses the vector (6.12 takes only
+# MADV_COLD, MADV_PAGEOUT, MADV_WILLNEED and MADV_COLLAPSE there), so a
+# program releases the ranges with one madvise() each: one TLB flush each,
+# ranges x (cpus - 1) function-call interrupts.  The series takes the vector
+# and flushes once: at most 2 x (cpus - 1) a call (one round, and one of
+# slack), and at least 16x fewer than base's.  The one-round bound is also
+# applied to base's release, where it must fail: the claim can fail.  Debug
+# kernels are not judged (DEBUG_PAGEALLOC flushes the direct map for every
+# page freed).
+madv_cal() {	# CONFIG LAYOUT: CAL a call of the vector, else of the loop
+	v=$(med "$1" madv "$2-vector" 1)
+	[ "$v" != - ] || v=$(med "$1" madv "$2-loop" 1)
+	echo "$v"
+}
+if [ "$madv" -gt 0 ] && [ "$smp" -ge 2 ]; then
+	oneround=$((2 * (smp - 1)))
+	perrange=$((64 * (smp - 1)))
+	for l in vmas onevma; do
+		bl=-
+		if [ $has_base = 1 ]; then
+			bl=$(med base madv "$l-loop" 1)
+			if [ "$bl" != - ] && awk -v b="$bl" -v w=$perrange 'BEGIN { exit !(b >= 0.9 * w) }'; then
+				pass "kernel/base/madv-per-range-$l"
+			else
+				fail "kernel/base/madv-per-range-$l" "base CAL $bl a release < 0.9 x 64 ranges x (cpus - 1) = $perrange: nothing was measured"
+			fi
+			bv=$(madv_cal base $l)
+			if [ "$bv" != - ] && awk -v b="$bv" -v w=$oneround 'BEGIN { exit !(b > w) }'; then
+				pass "kernel/base/madv-one-round-fails-on-base-$l"
+			else
+				fail "kernel/base/madv-one-round-fails-on-base-$l" "base CAL $bv a release <= $oneround: the claim cannot tell the kernels apart"
+			fi
+		fi
+		for n in $names; do
+			case $n in base|*-base|debug*) continue ;; esac
+			pv=$(med "$n" madv "$l-vector" 1)
+			if [ "$pv" = - ]; then
+				fail "kernel/$n/madv-one-round-$l" "no vector measured: the kernel refused process_madvise(MADV_DONTNEED)"
+				continue
+			fi
+			bad=$(med "$n" madv "$l-vector" 6)
+			if [ "$bad" = 0 ] && awk -v p="$pv" -v w=$oneround 'BEGIN { exit !(p <= w) }'; then
+				pass "kernel/$n/madv-one-round-$l"
+			else
+				fail "kernel/$n/madv-one-round-$l" "CAL $pv a call > 2 x (cpus - 1) = $oneround, or $bad calls short"
+			fi
+			[ "$bl" != - ] || continue
+			r=$(awk -v b="$bl" -v p="$pv" 'BEGIN { printf "%.1f", (p > 0 ? b / p : 1e9) }')
+			if awk -v r="$r" 'BEGIN { exit !(r >= 16) }'; then
+				pass "kernel/$n/madv-ratio-$l"
+			else
+				fail "kernel/$n/madv-ratio-$l" "base (64 madvise calls) / $n (one process_madvise) ${r}x < 16x"
+			fi
+			echo "madv CAL a release of 64 ranges, $l: base (64 madvise calls) $bl, $n (one process_madvise) $pv: ${r}x"
+		done
+	done
+fi
+if [ $check = 1 ]; then
+	for n in $names; do
+		a=$(med "$n" madvvec - 1)
+		case $n in
+		base|*-base) want=0 ;;	# 6.12 refuses the vector
+		*) want=1 ;;
+		esac
+		if [ "$a" = "$want" ]; then
+			pass "kernel/$n/madv-vector-accepted-$want"
+		else
+			fail "kernel/$n/madv-vector-accepted-$want" "process_madvise(MADV_DONTNEED) on its own pidfd: accepted=$a"
+		fi
+	done
+fi
 exit $status
