@@ -41,6 +41,17 @@
 
 static void quarantine(struct range *r);
 
+/* Does r[i..j) hold a run that was not its segment's carver's (it was
+ * transferred)?  Such a run changes owner when it is revoked: it leaves
+ * with fresh frames. */
+static bool span_foreign(const struct range *r, unsigned i, unsigned j)
+{
+	for (unsigned k = i; k < j; k++)
+		if (r[k].owner != seg_of(r[k].addr)->owner)
+			return true;
+	return false;
+}
+
 /* Purge the coalesced page runs (not huge ones: their segments are purged
  * when released) of r[a..b) that are at least min bytes long. */
 static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
@@ -54,13 +65,9 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 		while (j < b && r[j].kind == RK_RUN && r[j].addr == range_end(&r[j - 1]))
 			j++;
 		size_t len = range_end(&r[j - 1]) - r[i].addr;
-		/* a run that was not its segment's carver's (it was transferred)
-		 * changes owner now: it leaves with fresh frames */
-		bool foreign = false;
-		for (unsigned k = i; k < j && !foreign; k++)
-			foreign = r[k].owner != seg_of(r[k].addr)->owner;
-		/* secret or aliased pages: always, and never reused unpurged */
-		foreign = foreign || backing_special(r[i].addr, len);
+		/* a transferred run, secret or aliased pages: always, and never
+		 * reused unpurged */
+		bool foreign = span_foreign(r, i, j) || backing_special(r[i].addr, len);
 		int e = len >= min || foreign ? backing_purge(r[i].addr, len) : -1;
 		if (!e) {
 			stat_inc(purges);
