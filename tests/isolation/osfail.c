@@ -16,7 +16,9 @@
  *     counted) and the sender's next run on its pages reads zeros.  The
  *     remap and the purge after it both fail: it is quarantined
  *     (revoke_failures + 1, pages_quarantined + its pages) and the
- *     sender's next runs never land on it.
+ *     sender's next runs never land on it.  The remap refused with EPERM
+ *     (a seccomp filter of the program's): protected and purged instead,
+ *     and the next such span is not remapped at all.
  *   huge block: the remap that gives a freed 6 MiB block's segments fresh
  *     frames fails: the segments stay out of the pool (still counted in
  *     `segments`), no later huge block lands on them, and calloc of huge
@@ -77,11 +79,11 @@ static int own_run(void *arg)
 
 /* A run of compartment "sender" transferred to root, written, and freed
  * by root with the next `fails` purges (the remap, then the madvise)
- * failing; *s0 and *s1 the stats around the free's flush.  The sender
+ * failing with err; *s0 and *s1 the stats around the free's flush.  The sender
  * keeps a run before it in the same segment, so that the segment does not
  * go back to the pool (a new mapping over all of it) when it is freed.
  * 0, or the failed step's code. */
-static int transferred_free(unsigned fails, xpfo_compartment_t **c, unsigned char **a,
+static int transferred_free(unsigned fails, int err, xpfo_compartment_t **c, unsigned char **a,
 			    struct xpfo_stats *s0, struct xpfo_stats *s1)
 {
 	*c = xpfo_compartment_create("sender", 0);
@@ -95,7 +97,7 @@ static int transferred_free(unsigned fails, xpfo_compartment_t **c, unsigned cha
 	xpfo_leave(prev);
 	NEED(xpfo_transfer(*a, xpfo_root()) == 0, 5);
 	tu_stats(s0);
-	NEED(xpfo__test_inject(TU_OS_PURGE, EIO, 0, fails) == 0, 6);
+	NEED(xpfo__test_inject(TU_OS_PURGE, err, 0, fails) == 0, 6);
 	free(*a);
 	NEED(xpfo_flush() == 0, 7);
 	xpfo__test_inject(TU_OS_PURGE, 0, 0, 0);
@@ -109,7 +111,7 @@ static int transferred_remap_fails(void *arg)
 	struct xpfo_stats s0, s1;
 	xpfo_compartment_t *c;
 	unsigned char *a;
-	int e = transferred_free(1, &c, &a, &s0, &s1);
+	int e = transferred_free(1, EIO, &c, &a, &s0, &s1);
 	if (e)
 		return e;
 	NEED(s1.revoke_failures == s0.revoke_failures, 8);
@@ -137,7 +139,7 @@ static int transferred_run(void *arg)
 	struct xpfo_stats s0, s1;
 	xpfo_compartment_t *c;
 	unsigned char *a;
-	int e = transferred_free(2, &c, &a, &s0, &s1);
+	int e = transferred_free(2, EIO, &c, &a, &s0, &s1);
 	if (e)
 		return e;
 	NEED(s1.revoke_failures == s0.revoke_failures + 1, 8);
@@ -149,6 +151,33 @@ static int transferred_run(void *arg)
 		NEED(!overlaps(r, RUN, a, RUN), 11);
 	}
 	xpfo_leave(prev);
+	return 0;
+}
+
+/* Revoked the usual way: an mprotect and a madvise, no remap. */
+static bool protected_purged(const struct xpfo_stats *s0, const struct xpfo_stats *s1)
+{
+	return s1->spans_remapped == s0->spans_remapped &&
+	       s1->flush_rounds_protect == s0->flush_rounds_protect + 1 &&
+	       s1->flush_rounds_purge == s0->flush_rounds_purge + 1 &&
+	       s1->revoke_failures == s0->revoke_failures;
+}
+
+static int transferred_remap_refused(void *arg)
+{
+	(void)arg;
+	struct xpfo_stats s0, s1;
+	xpfo_compartment_t *c;
+	unsigned char *a;
+	int e = transferred_free(1, EPERM, &c, &a, &s0, &s1);
+	if (e)
+		return e;
+	NEED(protected_purged(&s0, &s1), 8);
+	e = transferred_free(0, 0, &c, &a, &s0, &s1); /* nothing injected now */
+	if (e)
+		return e + 10;
+	NEED(protected_purged(&s0, &s1), 9); /* refused once: no remap tried */
+	NEED(s1.revoke_syscalls == s0.revoke_syscalls + 1, 10);
 	return 0;
 }
 
@@ -222,6 +251,8 @@ int main(int argc, char **argv)
 		  transferred_remap_fails, NULL, 0 },
 		{ "transferred run: its remap and purge fail: quarantined, never the sender's again",
 		  transferred_run, NULL, 0 },
+		{ "transferred run: its remap refused (EPERM): none tried again",
+		  transferred_remap_refused, NULL, 0 },
 		{ "huge block: the remap of its segments fails: they stay out of the pool",
 		  huge_block, NULL, 0 },
 		{ "huge block whose remap failed, freed again: double free", huge_twice, NULL,
