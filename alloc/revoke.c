@@ -28,9 +28,10 @@
  * not change hands under the flush).  They also bound how long a freed page stays
  * reachable by the thread that freed it: until its gather is applied.
  * revoke=eager applies every run as it comes, the baseline.  How a span is
- * revoked (guard markers, alone or batched; mprotect; its frames released
- * under a userfaultfd, or unprotected) is chosen in one place, span_how;
- * the backing stores (secret, alias) are asked there and in the purge.
+ * revoked (guard markers, alone or batched; a fresh no-access mapping over
+ * a span that would be purged anyway; mprotect; its frames released under
+ * a userfaultfd, or unprotected) is chosen in one place, span_how; the
+ * backing stores (secret, alias) are asked there and in the purge.
  */
 #include "revoke.h"
 #include "owner.h"
@@ -40,6 +41,17 @@
 #include <errno.h>
 
 static void quarantine(struct range *r);
+
+/* Does r[i..j) hold a run that was not its segment's carver's (it was
+ * transferred)?  Such a run changes owner when it is revoked: it leaves
+ * with fresh frames. */
+static bool span_foreign(const struct range *r, unsigned i, unsigned j)
+{
+	for (unsigned k = i; k < j; k++)
+		if (r[k].owner != seg_of(r[k].addr)->owner)
+			return true;
+	return false;
+}
 
 /* Purge the coalesced page runs (not huge ones: their segments are purged
  * when released) of r[a..b) that are at least min bytes long. */
@@ -54,13 +66,9 @@ static void purge_span(struct range *r, unsigned a, unsigned b, size_t min)
 		while (j < b && r[j].kind == RK_RUN && r[j].addr == range_end(&r[j - 1]))
 			j++;
 		size_t len = range_end(&r[j - 1]) - r[i].addr;
-		/* a run that was not its segment's carver's (it was transferred)
-		 * changes owner now: it leaves with fresh frames */
-		bool foreign = false;
-		for (unsigned k = i; k < j && !foreign; k++)
-			foreign = r[k].owner != seg_of(r[k].addr)->owner;
-		/* secret or aliased pages: always, and never reused unpurged */
-		foreign = foreign || backing_special(r[i].addr, len);
+		/* a transferred run, secret or aliased pages: always, and never
+		 * reused unpurged */
+		bool foreign = span_foreign(r, i, j) || backing_special(r[i].addr, len);
 		int e = len >= min || foreign ? backing_purge(r[i].addr, len) : -1;
 		if (!e) {
 			stat_inc(purges);
@@ -232,6 +240,7 @@ enum revoke_how {
 	HOW_UNPROTECTED, /* frames released, nothing watches (release=mprotect over the budget) */
 	HOW_MARKS_BATCH, /* guard markers, with other spans in one call */
 	HOW_MARKS,       /* guard markers, one madvise */
+	HOW_REMAP,       /* a fresh no-access mapping over it: access and frames gone at once */
 	HOW_PROTECT,     /* mprotect (pkey_mprotect) to no access */
 };
 
@@ -244,6 +253,30 @@ static bool span_roots(const struct range *r, unsigned i, unsigned j)
 		    seg_of(r[k].addr)->owner != comp_root.id)
 			return false;
 	return true;
+}
+
+/* 1: a mapping over heap pages was refused (EPERM: a seccomp filter of
+ * the program's, or sealed pages); no remap from then on. */
+static int remap_refused;
+
+/* Would the span r[i..j) (len bytes, plain anonymous memory) be purged
+ * right after its protection (purge_span: at least purge_min long, or
+ * holding a transferred run)?  Then a fresh no-access mapping over it does
+ * both in one call.  Page runs only (a huge block's segments get theirs
+ * when released, pages.c segs_release); not in a locked thread (its
+ * filter refuses a mapping over the heap); not once the heap is
+ * registered with the userfaultfd (a new mapping is not: os_remap
+ * registers it again, one more call, and a failure there stops the
+ * watching for the process). */
+static bool span_remappable(const struct range *r, unsigned i, unsigned j, size_t len,
+			    size_t purge_min)
+{
+	if (tl_sandbox_locked || uffd_filling() || __atomic_load_n(&remap_refused, __ATOMIC_RELAXED))
+		return false;
+	for (unsigned k = i; k < j; k++)
+		if (r[k].kind != RK_RUN)
+			return false;
+	return len >= purge_min || span_foreign(r, i, j);
 }
 
 /* The one place that chooses how the span r[i..j) is revoked: the first
@@ -260,9 +293,12 @@ static bool span_roots(const struct range *r, unsigned i, unsigned j)
  * protection stays root's, which a grant back to root then need not
  * change (grant.c guard_granted); batched with other spans in one call
  * where that works, the degraded mode and release=uffd apart (there spans
- * go one by one).  Otherwise mprotect. */
+ * go one by one).  Otherwise a remap where the span would be purged right
+ * after its protection (span_remappable; never secret or aliased pages,
+ * whose mappings are shared), else mprotect.  purge_min: the length from
+ * which the flush purges a span (gather_protect). */
 static enum revoke_how span_how(const struct range *r, unsigned i, unsigned j,
-				enum revoke_how from)
+				enum revoke_how from, size_t purge_min)
 {
 	if (opt.revoke == REVOKE_OFF)
 		return HOW_NONE;
@@ -286,7 +322,9 @@ static enum revoke_how span_how(const struct range *r, unsigned i, unsigned j,
 	bool root_shut = !pkeys_on && !__atomic_load_n(&comp_root.open, __ATOMIC_RELAXED);
 	if (from > HOW_MARKS || tl_sandbox_locked || !marks || special || root_shut ||
 	    !span_roots(r, i, j))
-		return HOW_PROTECT;
+		return from <= HOW_REMAP && !special && span_remappable(r, i, j, len, purge_min)
+			       ? HOW_REMAP
+			       : HOW_PROTECT;
 	if (from <= HOW_MARKS_BATCH && __atomic_load_n(&batch_state, __ATOMIC_RELAXED) &&
 	    !uffd_release_on() && !degraded)
 		return HOW_MARKS_BATCH;
@@ -366,27 +404,71 @@ static int release_marked(struct range *r, unsigned i, unsigned j, size_t len)
 	return 0;
 }
 
+/* Revoke the span with one fresh no-access mapping over it (os_remap, a
+ * flush round of its own, where an mprotect and the purge after it make
+ * two): its access and its frames go together, so it is marked purged
+ * (clean).  On pkeys the fresh pages get the revoked key (nothing present:
+ * no flush); where that fails they stay without access for every key, and
+ * are quarantined.  0; -1 to protect it the usual way (the mapping failed:
+ * the kernel refuses before it unmaps anything, or else leaves the span
+ * unmapped, where the mprotect fails in turn and the span is quarantined);
+ * else the errno of the quarantine. */
+static int release_remapped(struct range *r, unsigned i, unsigned j, size_t len)
+{
+	void *a = (void *)r[i].addr;
+	int e = os_remap(a, len, OS_NONE);
+	stat_inc(revoke_syscalls);
+	if (e) {
+		if (e == EPERM)
+			__atomic_store_n(&remap_refused, 1, __ATOMIC_RELAXED);
+		return -1;
+	}
+	stat_inc(spans_remapped);
+	if (key_revoked() >= 0) {
+		e = os_protect_key(a, len, OS_NONE, key_revoked(), OS_TAKES_NOTHING);
+		stat_inc(revoke_syscalls);
+	}
+	if (e) {
+		for (unsigned k = i; k < j; k++)
+			quarantine(&r[k]);
+		policy_failed("revoke (the key of fresh pages)", e, r[i].addr, len >> PAGE_SHIFT);
+		return e;
+	}
+	stat_inc(purges);
+	stat_add(pages_purged, len >> PAGE_SHIFT);
+	stat_add(pages_revoked, len >> PAGE_SHIFT);
+	for (unsigned k = i; k < j; k++)
+		r[k].purged = 1;
+	return 0;
+}
+
 /* Take access away from the span r[i..j) (contiguous) the way span_how
  * says: 0, or the errno of a failure (its runs are quarantined).  *done:
  * released already (nothing left to purge). */
-static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
+static int span_revoke(struct range *r, unsigned i, unsigned j, size_t purge_min, bool *done)
 {
 	size_t len = range_end(&r[j - 1]) - r[i].addr;
-	enum revoke_how how = span_how(r, i, j, HOW_WATCHED);
+	enum revoke_how how = span_how(r, i, j, HOW_WATCHED, purge_min);
 	*done = how != HOW_NONE;
 	if (how == HOW_NONE)
 		return 0;
 	if (how == HOW_WATCHED) {
 		if (release_watched(r, i, j, len))
 			return 0;
-		how = span_how(r, i, j, HOW_UNPROTECTED);
+		how = span_how(r, i, j, HOW_UNPROTECTED, purge_min);
 	}
 	if (how == HOW_UNPROTECTED) {
 		if (release_unprotected(r[i].addr, len))
 			return 0;
-		how = span_how(r, i, j, HOW_MARKS);
+		how = span_how(r, i, j, HOW_MARKS, purge_min);
 	}
-	int e = how == HOW_MARKS || how == HOW_MARKS_BATCH ? release_marked(r, i, j, len) : -1;
+	int e = -1;
+	if (how == HOW_MARKS || how == HOW_MARKS_BATCH) {
+		if ((e = release_marked(r, i, j, len)) < 0)
+			how = span_how(r, i, j, HOW_REMAP, purge_min);
+	}
+	if (how == HOW_REMAP && (e = release_remapped(r, i, j, len)) >= 0)
+		return e;
 	if (!e)
 		return 0;
 	if (e < 0) {
@@ -414,7 +496,7 @@ static int span_revoke(struct range *r, unsigned i, unsigned j, bool *done)
 static void span_apply(struct range *r, unsigned i, unsigned j, size_t purge_min, int *err)
 {
 	bool done = false;
-	int e = span_revoke(r, i, j, &done);
+	int e = span_revoke(r, i, j, purge_min, &done);
 	if (e)
 		*err = e;
 	if (!done)
@@ -539,7 +621,7 @@ static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 		unsigned j = i + 1;
 		while (j < n && r[j].addr == range_end(&r[j - 1]) && !remap_only(&r[j]))
 			j++;
-		if (span_how(r, i, j, HOW_WATCHED) == HOW_MARKS_BATCH) {
+		if (span_how(r, i, j, HOW_WATCHED, purge_min) == HOW_MARKS_BATCH) {
 			b.i[b.n] = (uint16_t)i;
 			b.j[b.n++] = (uint16_t)j;
 			if (b.n == OS_GUARD_VEC)

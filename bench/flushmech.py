@@ -10,6 +10,7 @@ counts them) and flush_rounds with its five mechanisms per 1,000 of them,
 the range over --runs runs.
 
     python3 bench/flushmech.py [--build DIR] [--runs N] [--profiles a,b]
+                               [--workloads a,b]
 """
 import argparse
 import json
@@ -76,11 +77,17 @@ def main():
     ap.add_argument("--build", default=".")
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--profiles", default="default,mprotect")
+    ap.add_argument("--workloads", default=",".join(w for w, _ in WORKLOADS),
+                    help="some of: " + ", ".join(w for w, _ in WORKLOADS))
     a = ap.parse_args()
+    names = a.workloads.split(",")
+    unknown = set(names) - {w for w, _ in WORKLOADS}
+    if unknown:
+        ap.error("unknown workload(s): " + ", ".join(sorted(unknown)))
     print("| workload | args | profile | ops | rounds | rounds /1k ops | shared | "
           + " | ".join(MECHS) + " |")
     print("|---|---|---|---:|---:|---:|---:|" + "---:|" * len(MECHS))
-    for name, args in WORKLOADS:
+    for name, args in [w for w in WORKLOADS if w[0] in names]:
         for prof in a.profiles.split(","):
             per = {k: [] for k in ["all", "shared"] + MECHS}
             counts = []

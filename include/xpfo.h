@@ -323,6 +323,12 @@ struct xpfo_stats {
 	uint64_t pages_orphaned;        /* pages of runs an exiting thread left queued for the
 					   next thread of their compartment (its orphan gather) */
 	uint64_t pages_adopted;         /* of those, pages a later thread took back */
+	/* revocation, continued */
+	uint64_t spans_remapped;        /* spans revoked by one fresh no-access mapping over
+					   them (mmap MAP_FIXED: access and frames gone in
+					   one call, where mprotect and the purge after it
+					   make two); each counted in revoke_syscalls and
+					   flush_rounds_unmap too */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

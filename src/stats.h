@@ -23,7 +23,7 @@
 	X(pages_shed) X(flush_rounds) X(flush_rounds_shared) \
 	X(flush_rounds_protect) X(flush_rounds_purge) X(flush_rounds_guard) \
 	X(flush_rounds_vector) X(flush_rounds_unmap) \
-	X(pages_orphaned) X(pages_adopted)
+	X(pages_orphaned) X(pages_adopted) X(spans_remapped)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
@@ -60,7 +60,8 @@
 	N(touches_locked) N(spare_bytes) N(spans_guarded) N(pages_populated) \
 	N(pages_shed) T(flush_rounds) T(flush_rounds_shared) \
 	T(flush_rounds_protect) T(flush_rounds_purge) T(flush_rounds_guard) \
-	T(flush_rounds_vector) T(flush_rounds_unmap) N(pages_orphaned) N(pages_adopted)
+	T(flush_rounds_vector) T(flush_rounds_unmap) N(pages_orphaned) N(pages_adopted)  \
+	N(spans_remapped)
 
 struct stats_global {
 #define X(n) uint64_t n;

@@ -16,7 +16,7 @@ XPFO_LEVELS = {"vmas", "peak_resident_kib", "pages_quarantined"}
 XPFO_KEPT = ["revoke_queued", "pages_purged", "pages_quarantined", "allocs",
              "regrants_soon", "uffd_faults", "uffd_fills", "spans_released_uffd",
              "uffd_syscalls", "spans_guarded", "flush_rounds_shared",
-             "flush_thread_exit"]
+             "flush_thread_exit", "spans_remapped"]
 
 # the start of an object; the first key is the format's version
 _START = re.compile(r'\{"xpfo_stats": ')

@@ -17,8 +17,13 @@
  * the protection changes it saw (mprotect, pkey_mprotect on the pkeys
  * backend, and guard markers installed or removed by madvise or
  * process_madvise) must match xpfo's own counts (revocations + grants,
- * plus the calls the dynamic loader and xpfo's start-up make, measured by
- * a run with no rounds).  The workload runs with the backend= of this test's own
+ * less the revocations made by a fresh mapping over the span,
+ * spans_remapped, plus the calls the dynamic loader and xpfo's start-up
+ * make, measured by a run with no rounds); the mmap calls it saw must
+ * match xpfo's mmap_syscalls (plus those outside xpfo, measured the same
+ * way), and those that map no-access memory over a fixed place (span
+ * remaps, and segments going back to the pool) must be at least
+ * spans_remapped.  The workload runs with the backend= of this test's own
  * XPFO_OPTIONS, if it has one, and the options below.
  *
  * Informational (printed, not checked): the same with blocks freed in random
@@ -101,14 +106,15 @@ static int work(int rounds, int per, const char *shape, const char *order)
 	/* one line the parent parses */
 	printf("frees=%ld revoke_syscalls=%llu pages_revoked=%llu grant_syscalls=%llu flushes=%llu "
 	       "flush_switch=%llu compartment_closes=%llu seconds=%.3f total_revoke_syscalls=%llu "
-	       "total_grant_syscalls=%llu\n",
+	       "total_grant_syscalls=%llu total_spans_remapped=%llu total_mmap_syscalls=%llu\n",
 	       frees, (unsigned long long)(s1.revoke_syscalls - s0.revoke_syscalls),
 	       (unsigned long long)(s1.pages_revoked - s0.pages_revoked),
 	       (unsigned long long)(s1.grant_syscalls - s0.grant_syscalls),
 	       (unsigned long long)(s1.flushes - s0.flushes),
 	       (unsigned long long)(s1.flush_switch - s0.flush_switch),
 	       (unsigned long long)(s1.compartment_closes - s0.compartment_closes), t1 - t0,
-	       (unsigned long long)s1.revoke_syscalls, (unsigned long long)s1.grant_syscalls);
+	       (unsigned long long)s1.revoke_syscalls, (unsigned long long)s1.grant_syscalls,
+	       (unsigned long long)s1.spans_remapped, (unsigned long long)s1.mmap_syscalls);
 	fflush(stdout);
 	return 0;
 }
@@ -155,60 +161,79 @@ static void show(const char *what, const struct result *r)
 		r->seconds);
 }
 
-/* Under strace: protection changes seen vs. xpfo's own count. */
-static void strace_check(const char *options, const char *label, long base)
+/* What strace saw of a workload, and what xpfo counted of the same calls
+ * (its totals since start). */
+struct traced {
+	long protects, mmaps, fixed_none;
+	long long revokes, grants, remapped, xmmaps;
+};
+
+/* Run the workload (rounds of it) under strace; 1: strace is not there. */
+static int traced_run(const char *options, const char *rounds, const char *label,
+		      unsigned seconds, struct traced *t)
 {
 	char file[] = "/tmp/xpfo-batching-strace-XXXXXX";
 	int fd = mkstemp(file);
 	if (fd < 0)
 		tu_hard_error("mkstemp: %s", strerror(errno));
 	close(fd);
-	const char *args[] = { "--work", "100", "run", "order", NULL };
+	const char *args[] = { "--work", rounds, "run", "order", NULL };
 	struct tu_child ch;
-	int e = iso_run_self_strace(tu_child_options(options), args, 900, &ch, file);
+	int e = iso_run_self_strace(tu_child_options(options), args, seconds, &ch, file);
 	if (e == 1) {
 		unlink(file);
-		return;
+		return 1;
 	}
 	if (e || !WIFEXITED(ch.status) || WEXITSTATUS(ch.status))
 		tu_hard_error("workload under strace (%s) ended with %s:\n%s", label,
 			      tu_status_str(ch.status), ch.err);
-	long calls = iso_strace_protects(file);
+	t->protects = iso_strace_protects(file);
+	t->mmaps = iso_strace_mmaps(file, false);
+	t->fixed_none = iso_strace_mmaps(file, true);
 	unlink(file);
-	long long xr = iso_find_num(ch.out, "total_revoke_syscalls");
-	long long xg = iso_find_num(ch.out, "total_grant_syscalls");
-	long long want = xr + xg + base;
-	fprintf(stderr, "     strace, %s: %ld protection changes; xpfo counted %lld revocations + "
-			"%lld grants, + %ld outside xpfo = %lld\n", label, calls, xr, xg, base, want);
-	CHECK(calls >= 0, "strace's trace could not be read (%s)", label);
-	CHECK(calls == want, "strace saw %ld protection changes, xpfo's counters say %lld (%s)",
-	      calls, want, label);
+	if (t->protects < 0 || t->mmaps < 0 || t->fixed_none < 0)
+		tu_hard_error("strace's trace could not be read (%s)", label);
+	t->revokes = iso_find_num(ch.out, "total_revoke_syscalls");
+	t->grants = iso_find_num(ch.out, "total_grant_syscalls");
+	t->remapped = iso_find_num(ch.out, "total_spans_remapped");
+	t->xmmaps = iso_find_num(ch.out, "total_mmap_syscalls");
+	if (t->revokes < 0 || t->grants < 0 || t->remapped < 0 || t->xmmaps < 0)
+		tu_hard_error("unparsable workload output (%s): %s", label, ch.out);
+	return 0;
 }
 
-static long strace_baseline(void)
+/* Under strace: protection changes and mappings seen vs. xpfo's own
+ * counts; base: the calls outside xpfo (a run with no rounds). */
+static void strace_check(const char *options, const char *label, const struct traced *base)
 {
-	char file[] = "/tmp/xpfo-batching-strace-XXXXXX";
-	int fd = mkstemp(file);
-	if (fd < 0)
-		tu_hard_error("mkstemp: %s", strerror(errno));
-	close(fd);
-	const char *args[] = { "--work", "0", "run", "order", NULL };
-	struct tu_child ch;
-	int e = iso_run_self_strace(tu_child_options(NULL), args, 60, &ch, file);
-	if (e == 1) {
-		unlink(file);
-		return -1;
-	}
-	if (e || !WIFEXITED(ch.status) || WEXITSTATUS(ch.status))
-		tu_hard_error("baseline under strace ended with %s:\n%s", tu_status_str(ch.status),
-			      ch.err);
-	long calls = iso_strace_protects(file);
-	unlink(file);
-	long long xr = iso_find_num(ch.out, "total_revoke_syscalls");
-	long long xg = iso_find_num(ch.out, "total_grant_syscalls");
-	if (calls < 0)
-		tu_hard_error("the baseline's trace could not be read");
-	return calls - (long)(xr + xg);
+	struct traced t;
+	if (traced_run(options, "100", label, 900, &t))
+		return;
+	long long want = t.revokes - t.remapped + t.grants + base->protects;
+	fprintf(stderr, "     strace, %s: %ld protection changes; xpfo counted %lld revocations "
+			"(%lld of them remaps) + %lld grants, + %ld outside xpfo = %lld\n",
+		label, t.protects, t.revokes, t.remapped, t.grants, base->protects, want);
+	CHECK(t.protects == want, "strace saw %ld protection changes, xpfo's counters say %lld (%s)",
+	      t.protects, want, label);
+	fprintf(stderr, "     strace, %s: %ld mmap calls (%ld no-access over a fixed place); xpfo "
+			"counted %lld, + %ld outside xpfo\n",
+		label, t.mmaps, t.fixed_none, t.xmmaps, base->mmaps);
+	CHECK(t.mmaps == t.xmmaps + base->mmaps, "strace saw %ld mmap calls, xpfo's counters say "
+	      "%lld + %ld (%s)", t.mmaps, t.xmmaps, base->mmaps, label);
+	CHECK(t.fixed_none >= t.remapped, "strace saw %ld no-access mappings over a fixed place, "
+	      "xpfo counted %lld spans remapped (%s)", t.fixed_none, t.remapped, label);
+}
+
+/* The calls a run with no rounds makes outside xpfo's counts; false:
+ * strace is not there. */
+static bool strace_baseline(struct traced *base)
+{
+	struct traced t;
+	if (traced_run(NULL, "0", "baseline", 60, &t))
+		return false;
+	base->protects = t.protects - (long)(t.revokes - t.remapped + t.grants);
+	base->mmaps = t.mmaps - (long)t.xmmaps;
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -265,13 +290,13 @@ int main(int argc, char **argv)
 	}
 
 cross_check:;
-	long base = strace_baseline();
-	if (base < 0) {
+	struct traced base;
+	if (!strace_baseline(&base)) {
 		fprintf(stderr, "     strace not installed: the syscall counts were not "
 				"cross-checked\n");
 	} else {
-		strace_check(NULL, "defaults", base);
-		strace_check("revoke=eager", "revoke=eager", base);
+		strace_check(NULL, "defaults", &base);
+		strace_check("revoke=eager", "revoke=eager", &base);
 	}
 	tu_exit();
 }

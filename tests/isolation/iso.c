@@ -100,7 +100,7 @@ int iso_run_self_strace(const char *options, const char *const args[], unsigned 
 	argv[n++] = "-f";
 	argv[n++] = "-qq";
 	argv[n++] = "-e";
-	argv[n++] = "trace=mprotect,pkey_mprotect,madvise,process_madvise";
+	argv[n++] = "trace=mprotect,pkey_mprotect,madvise,process_madvise,mmap";
 	argv[n++] = "-o";
 	argv[n++] = (char *)outfile;
 	argv[n++] = self;
@@ -132,7 +132,33 @@ static bool protect_line(const char *l)
 	return strstr(l, "MADV_GUARD_") || strstr(l, ", 0x66 ") || strstr(l, ", 0x67 ");
 }
 
-long iso_strace_protects(const char *file)
+/* MAP_FIXED among the flags of an mmap line (not MAP_FIXED_NOREPLACE,
+ * which replaces nothing). */
+static bool map_fixed(const char *l)
+{
+	for (const char *m = l; (m = strstr(m, "MAP_FIXED")); m += 9)
+		if (m[9] != '_')
+			return true;
+	return false;
+}
+
+/* A line of strace's output that starts an mmap call (fixed_none: one
+ * that maps no-access anonymous memory at a fixed place, replacing what
+ * was there). */
+static bool mmap_line(const char *l, bool fixed_none)
+{
+	if (strstr(l, "resumed>"))
+		return false;
+	l += strspn(l, "0123456789 ");
+	if (strncmp(l, "mmap(", 5))
+		return false;
+	return !fixed_none ||
+	       (strstr(l, ", PROT_NONE, ") && map_fixed(l) && strstr(l, "MAP_ANONYMOUS"));
+}
+
+/* The lines of the trace in file that count (protects: protect_line,
+ * else mmap_line with fixed_none), or -1. */
+static long strace_count(const char *file, bool protects, bool fixed_none)
 {
 	FILE *f = fopen(file, "r");
 	if (!f)
@@ -141,10 +167,20 @@ long iso_strace_protects(const char *file)
 	size_t cap = 0;
 	long calls = 0;
 	while (getline(&line, &cap, f) >= 0)
-		calls += protect_line(line);
+		calls += protects ? protect_line(line) : mmap_line(line, fixed_none);
 	free(line);
 	fclose(f);
 	return calls;
+}
+
+long iso_strace_protects(const char *file)
+{
+	return strace_count(file, true, false);
+}
+
+long iso_strace_mmaps(const char *file, bool fixed_none)
+{
+	return strace_count(file, false, fixed_none);
 }
 
 long long iso_find_num(const char *text, const char *key)

@@ -48,14 +48,19 @@ void iso_stdio_warmup(void);
 int iso_run_self(const char *options, const char *const args[], unsigned seconds,
 		 struct tu_child *res);
 /* Same, under `strace -f -qq -e trace=mprotect,pkey_mprotect,madvise,
- * process_madvise -o <file>` when strace is installed; returns 1 without
- * running anything when it is not. */
+ * process_madvise,mmap -o <file>` when strace is installed; returns 1
+ * without running anything when it is not. */
 int iso_run_self_strace(const char *options, const char *const args[], unsigned seconds,
 			struct tu_child *res, const char *outfile);
 /* The protection changes in that trace: mprotect and pkey_mprotect calls,
  * and madvise or process_madvise calls that install or remove guard
  * markers (purges are not); -1 when it cannot be read. */
 long iso_strace_protects(const char *file);
+/* The mmap calls in that trace (all, or with fixed_none only those that
+ * map no-access anonymous memory over a given place, MAP_FIXED: the
+ * remaps that revoke heap pages or release segments); -1 when it cannot
+ * be read. */
+long iso_strace_mmaps(const char *file, bool fixed_none);
 
 /* Find "key=<number>" in text; -1 when absent. */
 long long iso_find_num(const char *text, const char *key);

@@ -33,6 +33,10 @@
  *     degraded mode arms and never touched is filled when it arms: a read(2)
  *     into it (a kernel access, which a missing page would refuse with
  *     EFAULT) works, and so does the program's own write.
+ *   remapoff: the default with max_vmas=100; a compartment's freed 2 MiB
+ *     run is revoked by a new mapping over it (spans_remapped) before the
+ *     degraded mode arms, and protected once it has: a new mapping would
+ *     not be registered.
  *   armfail: the default with max_vmas=100, the userfaultfd made to fail
  *     (injected) before the degraded mode arms it: one warning that freed
  *     spans stay protected, not one span released (watched or not), and
@@ -209,6 +213,44 @@ static int untouched_child(void)
 	u[6 * 4096] = 1;
 	say("user write ok\n");
 	free(u);
+	return 0;
+}
+
+/* A 2 MiB run of compartment c freed and flushed: the spans remapped and
+ * the protect rounds that took. */
+static void big_free(xpfo_compartment_t *c, uint64_t *remapped, uint64_t *protects)
+{
+	struct xpfo_stats s0, s1;
+	xpfo_compartment_t *prev = xpfo_enter(c);
+	if (!prev)
+		tu_hard_error("xpfo_enter: %s", strerror(errno));
+	unsigned char *b = malloc(2u << 20);
+	if (!b)
+		tu_hard_error("malloc: %s", strerror(errno));
+	memset(b, 0x5a, 2u << 20);
+	tu_stats(&s0);
+	free(b);
+	xpfo_flush();
+	tu_stats(&s1);
+	xpfo_leave(prev);
+	*remapped = s1.spans_remapped - s0.spans_remapped;
+	*protects = s1.flush_rounds_protect - s0.flush_rounds_protect;
+}
+
+static int remapoff_child(void)
+{
+	xpfo_compartment_t *c = xpfo_compartment_create("big", 0);
+	if (!c)
+		tu_hard_error("xpfo_compartment_create: %s", strerror(errno));
+	uint64_t r0, p0, r1, p1;
+	big_free(c, &r0, &p0);
+	degrade();
+	big_free(c, &r1, &p1);
+	struct xpfo_stats s;
+	tu_stats(&s);
+	say("unarmed: remapped %llu protected %llu; armed %llu: remapped %llu protected %llu\n",
+	    (unsigned long long)r0, (unsigned long long)p0, (unsigned long long)s.uffd_armed,
+	    (unsigned long long)r1, (unsigned long long)p1);
 	return 0;
 }
 
@@ -389,6 +431,8 @@ int main(int argc, char **argv)
 		return untouched_child();
 	if (argc == 2 && !strcmp(argv[1], "armfail"))
 		return armfail_child();
+	if (argc == 2 && !strcmp(argv[1], "remapoff"))
+		return remapoff_child();
 	if (argc == 2 && !strcmp(argv[1], "idle"))
 		return idle_child();
 	if (argc == 2 && !strcmp(argv[1], "probe"))
@@ -407,6 +451,8 @@ int main(int argc, char **argv)
 	fork_case("denied", "release=uffd", true);
 	fork_case("forkarmed", "max_vmas=100", false);
 	run_case("untouched", "max_vmas=100", 0, "kernel read 4096 (ok) byte 7\nuser write ok");
+	run_case("remapoff", "max_vmas=100", 0,
+		 "unarmed: remapped 1 protected 0; armed 1: remapped 0 protected 1\n");
 	armfail_case();
 	vmabudget_case(iso_skip_slow() ? 2 : 8);
 	tu_exit();
