@@ -53,7 +53,9 @@ EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/time_ratio.png bench/results/rss_ratio.png \
 	bench/results/micro_ratio.png bench/results/revoke_batch.png \
 	bench/results/issue37-before.md bench/results/issue37-before.json \
-	bench/results/flush-mechanisms.md bench/results/remap.md
+	bench/results/flush-mechanisms.md bench/results/remap.md \
+	bench/results/vm-after.md bench/results/vm-after.png \
+	bench/results/issue37-after-quick.md
 
 PYTHON3 = python3
 BENCH_RUN = $(PYTHON3) $(abs_top_srcdir)/bench/run.py \
