@@ -207,11 +207,21 @@ static void huge_recount(struct segment *s, size_t np)
 	s->huge_pages = (uint32_t)np;
 }
 
+/* Huge block a of c's (np pages), taken but not granted whole: its
+ * segments go back to the pool, mapped afresh (a changed protection may
+ * have been left half done). */
+static void huge_give_back(struct xpfo_compartment *c, uintptr_t a, size_t np)
+{
+	struct range r = { .addr = a, .npages = (uint32_t)np, .owner = c->id, .kind = RK_HUGE,
+			   .gen = seg_of(a)->gen };
+	__atomic_store_n(&seg_of(a)->releasing, 1, __ATOMIC_RELEASE);
+	pages_release(&r, 1);
+}
+
 /* A queued huge block of old pages taken back (gather.c
  * revoke_cancel_huge) now holds np: the pages it gains opened, the ones it
  * loses closed (the rest of its last segment stays closed); where that
- * fails, its segments go back to the pool, mapped afresh (a changed
- * protection may have been left half done). */
+ * fails, it is given back (huge_give_back). */
 static bool huge_fit(struct xpfo_compartment *c, uintptr_t a, size_t old, size_t np)
 {
 	int e = 0;
@@ -221,9 +231,7 @@ static bool huge_fit(struct xpfo_compartment *c, uintptr_t a, size_t old, size_t
 		e = revoke_range(a + (np << PAGE_SHIFT), (old - np) << PAGE_SHIFT);
 	if (!e)
 		return true;
-	struct range r = { a, (uint32_t)old, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
-	__atomic_store_n(&seg_of(a)->releasing, 1, __ATOMIC_RELEASE);
-	pages_release(&r, 1);
+	huge_give_back(c, a, old);
 	return false;
 }
 
@@ -234,8 +242,7 @@ static uintptr_t huge_take_kept(struct xpfo_compartment *c, size_t np, size_t al
 {
 	uintptr_t a = pages_take_kept(c, np, align, guard);
 	if (a && grant_range(c, a, np << PAGE_SHIFT, NULL)) {
-		struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
-		pages_release(&r, 1);
+		huge_give_back(c, a, np);
 		a = 0;
 	}
 	return a;
