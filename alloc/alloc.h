@@ -135,7 +135,7 @@ struct xpfo_compartment {
 	struct segment *segs;             /* segments it carves runs from (pages_lock) */
 	struct slab *abandoned[NCLASSES]; /* slabs whose heap exited (pages_lock) */
 	uint32_t spare_pages;             /* of empty abandoned slabs (pages_lock) */
-	uint32_t huge_kept;               /* segments of its revoked huge blocks kept (pages_lock) */
+	uint32_t huge_kept;               /* pages of its revoked huge blocks kept (pages_lock) */
 	uint32_t xsegs[COMP_XSEGS];       /* other segments holding runs transferred to it */
 	unsigned nxsegs;                  /* > COMP_XSEGS: walk every segment */
 	struct xpfo_compartment *next_free;

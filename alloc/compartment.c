@@ -834,6 +834,11 @@ int comp_transfer(void *p, struct xpfo_compartment *to)
 	struct segment *s = b.seg;
 	size_t npages = b.usable >> PAGE_SHIFT;
 	uint8_t kind = b.kind == BK_HUGE ? SEG_HUGE : SEG_PAGES_K;
+	/* a huge block goes with its whole span: the pages before it too */
+	if (kind == SEG_HUGE) {
+		p = (void *)seg_addr(s);
+		npages = s->huge_pages;
+	}
 	struct xpfo_compartment *from = comp_table[b.owner];
 	/* sandbox.c: a locked thread gives away only its own blocks */
 	if (!from || (tl_sandbox_locked && from != tl_state->heap->comp))

@@ -172,7 +172,10 @@ static void free_large(struct tstate *t, const struct blk *b, unsigned flags)
 {
 	t->st.frees[LARGE_CLASS]++;
 	t->st.large_live_bytes -= b->usable;
-	flush_if_full(t, revoke_add(t, b->base, b->span >> PAGE_SHIFT, b->owner,
+	/* a huge block leaves with its whole span (the pages before it too) */
+	uintptr_t at = b->kind == BK_HUGE ? seg_addr(b->seg) : b->base;
+	size_t np = b->kind == BK_HUGE ? b->seg->huge_pages : b->span >> PAGE_SHIFT;
+	flush_if_full(t, revoke_add(t, at, np, b->owner,
 				    b->kind == BK_HUGE ? RK_HUGE : RK_RUN,
 				    flags | (b->guarded ? RF_GUARDED : 0) |
 					    (b->kind == BK_LARGE ? RF_WHOLE : 0)));

@@ -57,15 +57,17 @@ static struct segment *huge_head(struct segment *s, uint8_t kind)
 static enum blk_status lookup_huge(uintptr_t a, struct segment *sg, uint8_t kind, struct blk *b)
 {
 	struct segment *head = huge_head(sg, kind);
-	uintptr_t base = seg_addr(head);
+	/* the block ends its span: the pages before it are no block's */
+	size_t off = (size_t)head->huge_off << PAGE_SHIFT;
+	uintptr_t base = seg_addr(head) + off;
 	b->kind = BK_HUGE;
 	b->seg = head;
 	b->base = base;
 	b->owner = head->owner;
-	b->usable = b->span = (size_t)head->huge_pages << PAGE_SHIFT;
+	b->usable = b->span = ((size_t)head->huge_pages << PAGE_SHIFT) - off;
 	if (__atomic_load_n(&head->releasing, __ATOMIC_ACQUIRE))
 		return a == base ? BLK_FREED : BLK_NOT_BLOCK;
-	return a == base ? BLK_OK : BLK_INTERIOR;
+	return a == base ? BLK_OK : a < base ? BLK_NOT_BLOCK : BLK_INTERIOR;
 }
 
 /* a segment back in the pool: one that held slabs (its sticky tag is a

@@ -91,7 +91,8 @@ struct segment {
 	uint16_t rsv;        /* reserved for this compartment (xpfo_lock_thread), or 0 */
 	uint32_t nsegs;      /* SEG_HUGE: segments in the span; TAIL: distance to head */
 	uint32_t free_pages; /* SEG_PAGES_K: pages in PG_FREE */
-	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation */
+	uint32_t huge_pages; /* SEG_HUGE: pages in the allocation, from the segment's start */
+	uint32_t huge_off;   /* SEG_HUGE: of those, the unused ones before the block (run.c) */
 	struct segment *next, *prev; /* owner's segment list */
 	uint32_t gen;        /* changes whenever the segment changes hands */
 	uint32_t freed_at;   /* unused or huge: flush serial of the last release */

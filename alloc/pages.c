@@ -477,8 +477,8 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
 }
 
 /* A freed huge block's segments need not go back to the pool: revoked
- * (PROT_NONE) and kept with their frames, up to HUGE_KEEP_SEGS segments
- * per compartment, they give its next huge block of as many segments its
+ * (PROT_NONE) and kept with their frames, up to HUGE_KEEP_PAGES pages
+ * (16 MiB) per compartment, they give its next huge block of as many segments its
  * pages with one grant, no new mapping and no page fault for the pages
  * the old one had.  Only the same owner's (I2: the owner never changed;
  * a segment that changes hands is mapped afresh, segs_release).  Not with
@@ -488,7 +488,7 @@ uintptr_t huge_alloc(struct xpfo_compartment *c, size_t npages, size_t align, bo
  * (pages_purge_all), by an allocation that finds no unused segment
  * (pages_drop_kept), and with their compartment.  The gauges count a kept block resident, not mapped, and
  * huge_kept_pages apart from the retained pages of carved segments. */
-#define HUGE_KEEP_SEGS 4
+#define HUGE_KEEP_PAGES (4 * SEG_PAGES)
 
 bool pages_huge_keep_room(const struct range *r, size_t more)
 {
@@ -496,7 +496,7 @@ bool pages_huge_keep_room(const struct range *r, size_t more)
 	struct xpfo_compartment *c = comp_table[r->owner];
 	return opt.retain && c && !secret_comp(c) && s->kind == SEG_HUGE && s->gen == r->gen &&
 	       !backing_special(r->addr, (size_t)s->nsegs << SEG_SHIFT) &&
-	       __atomic_load_n(&c->huge_kept, __ATOMIC_RELAXED) + s->nsegs + more <= HUGE_KEEP_SEGS;
+	       __atomic_load_n(&c->huge_kept, __ATOMIC_RELAXED) + s->huge_pages + more <= HUGE_KEEP_PAGES;
 }
 
 bool pages_keep_huge(const struct range *r)
@@ -508,9 +508,9 @@ bool pages_keep_huge(const struct range *r)
 	/* a changed gen: gone with its compartment, nothing left to release */
 	if (s->gen == r->gen) {
 		kept = s->kind == SEG_HUGE && c && s->owner == r->owner &&
-		       c->huge_kept + s->nsegs <= HUGE_KEEP_SEGS;
+		       c->huge_kept + s->huge_pages <= HUGE_KEEP_PAGES;
 		if (kept) {
-			c->huge_kept += s->nsegs;
+			c->huge_kept += s->huge_pages;
 			stat_sub(mapped_pages, s->huge_pages);
 			stat_add(huge_kept_pages, s->huge_pages);
 			s->freed_at = (uint32_t)flush_serial();
@@ -533,7 +533,7 @@ uintptr_t pages_take_kept(struct xpfo_compartment *c, size_t np, size_t align, b
 		if (s->kind != SEG_HUGE || s->releasing != HUGE_KEPT || s->nsegs != n ||
 		    seg_index(s) % a)
 			continue;
-		c->huge_kept -= (uint32_t)n;
+		c->huge_kept -= s->huge_pages;
 		stat_sub(huge_kept_pages, s->huge_pages);
 		stat_gauge_add(&g_stats.mapped_pages, &g_stats.peak_mapped_pages, (int64_t)np);
 		stat_gauge_add(&g_stats.resident_pages, &g_stats.peak_resident_pages,
@@ -556,7 +556,7 @@ static void huge_drop_kept(struct segment *s, size_t *rel, size_t *nrel)
 	stat_sub(huge_kept_pages, s->huge_pages);
 	stat_sub(resident_pages, s->huge_pages);
 	if (c) {
-		c->huge_kept -= (uint32_t)nsegs;
+		c->huge_kept -= s->huge_pages;
 		seg_list_del(c, s);
 	}
 	for (size_t m = 0; m < nsegs; m++) {

@@ -594,7 +594,7 @@ static bool huge_keeps(const struct range *r, unsigned i)
 	size_t more = 0;
 	for (unsigned k = 0; k < i; k++)
 		if ((r[k].flags & RF_KEEP) && r[k].owner == r[i].owner)
-			more += seg_of(r[k].addr)->nsegs;
+			more += seg_of(r[k].addr)->huge_pages;
 	return pages_huge_keep_room(&r[i], more);
 }
 

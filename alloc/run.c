@@ -169,10 +169,50 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
 	return a;
 }
 
+/* Huge blocks on transparent huge pages (opt.thp).  A protection change
+ * that covers a 2 MiB huge page whole keeps it one mapping; one that cuts
+ * it splits it into 4 KiB ones for good, and after a revocation and a
+ * grant each 4 KiB page faults again on its first touch (a hypervisor's
+ * exit each where page tables are shadowed: 5.3 us a page on the 2-vCPU
+ * test machine, against 57 ns a page over huge pages, bench/README.md).
+ * So a huge block's span, from its segment's start, ends on a 2 MiB
+ * boundary: the block is placed at the end of it (its guard page right
+ * after, as before) and the pages before it in its first 2 MiB, its
+ * slack, are its owner's, granted and revoked with it but no block's.
+ * Its taking back, keeping and resizing move that end by whole huge
+ * pages.  Not for a block aligned to more than a page, nor under the
+ * userfaultfd's releases or in a secret compartment; a locked thread's
+ * blocks get their slack (its executor's counts stay those of an unlocked
+ * one) but not the MADV_HUGEPAGE, which its filter does not allow.  That
+ * call only flags the VMAs: a kernel without transparent huge pages
+ * refuses it once, and then no block gets slack. */
+#define THP_PAGES (((size_t)2 << 20) >> PAGE_SHIFT)
+
+static int thp_state = 1;
+
+static size_t huge_slack(const struct xpfo_compartment *c, size_t np, size_t align)
+{
+	if (!opt.thp || !__atomic_load_n(&thp_state, __ATOMIC_RELAXED) || np < THP_PAGES ||
+	    align > PAGE_SIZE || opt.release == RELEASE_UFFD || secret_comp(c))
+		return 0;
+	return align_up(np, THP_PAGES) - np;
+}
+
+/* Flag the segments of a new huge block for huge pages (off: no slack
+ * was asked for, nothing to do). */
+static void huge_thp(uintptr_t a, size_t span, size_t off)
+{
+	if (!off || tl_sandbox_locked || backing_special(a, span << PAGE_SHIFT))
+		return;
+	int e = os_hugepage((void *)a, align_up(span << PAGE_SHIFT, SEG_SIZE));
+	if (e == EINVAL || e == EPERM || e == ENOSYS)
+		__atomic_store_n(&thp_state, 0, __ATOMIC_RELAXED);
+}
+
 /* New segments for a huge block (none of this thread's to take back),
  * granted to c; 0 when there are none or the grant failed. */
 static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t np, size_t align,
-			    bool guard, bool *clean)
+			    bool guard, size_t off, bool *clean)
 {
 	size_t span = np + guard;
 	uintptr_t a = huge_alloc(c, span, align, clean);
@@ -187,6 +227,8 @@ static uintptr_t huge_grant(struct tstate *t, struct xpfo_compartment *c, size_t
 		stat_sub(mapped_pages, 1);
 		stat_sub(resident_pages, 1);
 	}
+	if (a)
+		huge_thp(a, span, off);
 	if (a && grant_range(c, a, np << PAGE_SHIFT, NULL)) {
 		struct range r = { a, (uint32_t)np, c->id, RK_HUGE, 0, 0, 0, seg_of(a)->gen, 0, 0 };
 		seg_of(a)->releasing = 1;
@@ -248,10 +290,11 @@ static uintptr_t huge_take_kept(struct xpfo_compartment *c, size_t np, size_t al
 	return a;
 }
 
-/* Whole segments for np pages; with guard_large one more page, so the rest
- * of the last segment always leaves an inaccessible page behind it. */
+/* Whole segments for np pages (off of them slack: huge_slack); with
+ * guard_large one more page, so the rest of the last segment always leaves
+ * an inaccessible page behind it.  Returns the span's start. */
 static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t np, size_t align,
-			  bool guard, bool *clean)
+			  bool guard, size_t off, bool *clean)
 {
 	size_t nsegs = align_up((np + guard) << PAGE_SHIFT, SEG_SIZE) >> SEG_SHIFT, old = 0;
 	uintptr_t a = revoke_cancel_huge(t, nsegs, align_up(align, SEG_SIZE) >> PAGE_SHIFT, c->id,
@@ -263,9 +306,10 @@ static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t n
 		huge_recount(seg_of(a), np);
 	else if ((a = huge_take_kept(c, np, align, guard)))
 		; /* counted by pages_take_kept */
-	else if ((a = huge_grant(t, c, np, align, guard, clean)))
+	else if ((a = huge_grant(t, c, np, align, guard, off, clean)))
 		seg_of(a)->huge_pages = (uint32_t)np; /* counted by huge_grant */
 	if (a) {
+		seg_of(a)->huge_off = (uint32_t)off;
 		__atomic_store_n(&seg_of(a)->releasing, 0, __ATOMIC_RELEASE);
 	}
 	return a;
@@ -281,7 +325,10 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero, size_t
 	bool clean;
 	uintptr_t a;
 	if (size > LARGE_MAX || align > SEG_SIZE / 4) {
-		a = huge_get(t, c, np, align, guard, &clean);
+		size_t off = huge_slack(c, np, align);
+		a = huge_get(t, c, off + np, align, guard, off, &clean);
+		if (a)
+			a += off << PAGE_SHIFT;
 	} else {
 		size_t ap = align > PAGE_SIZE ? align >> PAGE_SHIFT : 1;
 		a = run_get(t, c, np, ap, guard, TAG_LARGE, &clean);
@@ -323,7 +370,8 @@ static void run_shrink(struct tstate *t, uintptr_t a, const struct blk *b, size_
  * freed pages would stay with it); false: it must move. */
 static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 {
-	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large;
+	size_t off = b->seg->huge_off;
+	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large - off;
 	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
 		return false;
 	/* its own segments: mapped afresh when it goes, whatever a failed
@@ -335,7 +383,7 @@ static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 		if (revoke_range(a + (nnp << PAGE_SHIFT), (np - nnp) << PAGE_SHIFT))
 			return false;
 	}
-	huge_recount(b->seg, nnp);
+	huge_recount(b->seg, off + nnp);
 	stat_add(large_live_bytes, (nnp << PAGE_SHIFT) - (np << PAGE_SHIFT));
 	return true;
 }

@@ -22,6 +22,7 @@ union sealed_page xpfo_sealed __attribute__((aligned(4096))) = { .g = { .options
 	.seal_metadata = 1,
 	.root_key = 1,
 	.lock_segments = 64,
+	.thp = 1,
 } } };
 
 /* What each profile turns on; options given after it override it. */
@@ -111,6 +112,11 @@ static const struct opt_desc table[] = {
 	  "released, no VMA split, one call; Linux 6.13, else mprotect); auto: guard where the "
 	  "kernel has it, else mprotect, the userfaultfd armed only when the VMA budget is "
 	  "exceeded, to watch what is released there (unavailable: spans stay protected)" },
+	{ "thp", T_BOOL, OFF(thp), 0, 1, NULL,
+	  "huge blocks (over 2 MiB) may be backed by transparent huge pages (MADV_HUGEPAGE): "
+	  "such a block ends on a 2 MiB boundary, its guard after it, and the pages before it "
+	  "in its first 2 MiB are its owner's too, unused, so that a revocation and a grant "
+	  "change whole huge pages (no page-by-page faults after them)" },
 	{ "profile", T_ENUM, OFF(profile), 0, 2, profile_names,
 	  "mitigation set: default (what costs little), strict (everything), light (the "
 	  "fewest); the mitigation options below override it" },

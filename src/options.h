@@ -26,6 +26,7 @@ struct options {
 	unsigned long max_vmas; /* VMA budget; 0: half of vm.max_map_count */
 	unsigned release;     /* enum release_mode */
 	unsigned release_given; /* release= was given: its failure is warned about */
+	unsigned thp;         /* huge blocks on transparent huge pages, ending on 2 MiB */
 
 	/* mitigations (set by the profile, each switchable) */
 	unsigned profile;        /* enum profile */

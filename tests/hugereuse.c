@@ -5,7 +5,7 @@
  * compartment (PROT_NONE) and granted again with one call.  A segment
  * that changes owner is still mapped afresh.
  *
- *   kept:      REPS blocks of 5 and 7 MiB in turn (two segments each),
+ *   kept:      REPS blocks of 5 and 7 MiB in turn (2 and 3 segments),
  *              each written, freed and flushed: at most one flush round a
  *              block, no purge or new mapping past the first few, page
  *              faults for no more than a few blocks' pages (each block
@@ -115,16 +115,6 @@ static int past_end(void *arg)
 	return ((volatile char *)q)[6 * MIB] == 1 ? 3 : 4;
 }
 
-static void must_fault(const char *what, int (*fn)(void *))
-{
-	struct tu_child res;
-	if (tu_run_child(fn, NULL, 30, &res))
-		tu_hard_error("fork failed");
-	CHECK(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGSEGV, "%s: %s, want SIGSEGV",
-	      what, tu_status_str(res.status));
-	printf("%s: %s\n", what, tu_status_str(res.status));
-}
-
 static void other_owner(void)
 {
 	char *p = xpfo_malloc(5 * MIB);
@@ -178,8 +168,8 @@ int main(void)
 	xpfo_free(xpfo_malloc(16)); /* this thread's state */
 	cycles("kept", 1);
 	cycles("queued", 0);
-	must_fault("uaf: stale read of a kept block", stale_read);
-	must_fault("uaf: read past a block in a longer one's segments", past_end);
+	tu_must_segv("uaf: stale read of a kept block", stale_read);
+	tu_must_segv("uaf: read past a block in a longer one's segments", past_end);
 	other_owner();
 	trim();
 	tu_exit();

@@ -273,3 +273,13 @@ tests_hugereuse_CPPFLAGS = $(tests_linked_cppflags)
 tests_hugereuse_LDADD = $(tests_linked_ldadd)
 tests_hugereuse_LDFLAGS = $(tests_linked_ldflags)
 TESTS += tests/hugereuse
+
+# huge blocks on transparent huge pages: placed to end on 2 MiB, their
+# slack no block's, revoked and reused by whole huge pages; thp=0 too
+check_PROGRAMS += tests/hugethp
+tests_hugethp_CFLAGS = $(tests_cflags)
+tests_hugethp_SOURCES = tests/hugethp.c $(tests_common)
+tests_hugethp_CPPFLAGS = $(tests_linked_cppflags)
+tests_hugethp_LDADD = $(tests_linked_ldadd)
+tests_hugethp_LDFLAGS = $(tests_linked_ldflags)
+TESTS += tests/hugethp

@@ -9,7 +9,10 @@
  * really went to the new owner (xpfo_owner and overlapping addresses); when
  * the test cannot force that, it says so and fails.  The test runs itself
  * with XPFO_OPTIONS=reserve=1 (a 1 GiB heap) so that the new owner can be
- * made to reach the old owner's segment despite random segment placement.
+ * made to reach the old owner's segment despite random segment placement,
+ * and thp=0, so that its 3 MiB blocks take one segment each and tile the
+ * heap (with huge pages a block's span ends on 2 MiB, and its guard page
+ * can take a segment of its own).
  *
  * A control run first shows that vmsplice aliases user pages on this kernel
  * (writing the pages after the vmsplice changes what the pipe returns);
@@ -324,11 +327,12 @@ int main(int argc, char **argv)
 	tu_prog = "vmsplice";
 	/* A small heap reservation (1 GiB, 256 segments) so that a new owner
 	 * can be made to get the old owner's pages even with random segment
-	 * placement: run again with reserve=1 added. */
+	 * placement: run again with reserve=1 added (and thp=0: blocks of
+	 * whole segments). */
 	const char *o = getenv("XPFO_OPTIONS");
 	if (!o || !strstr(o, "reserve=")) {
 		char buf[1024];
-		snprintf(buf, sizeof buf, "%s%sreserve=1", o ? o : "", o && *o ? "," : "");
+		snprintf(buf, sizeof buf, "%s%sreserve=1,thp=0", o ? o : "", o && *o ? "," : "");
 		setenv("XPFO_OPTIONS", buf, 1);
 		execv("/proc/self/exe", argv);
 		tu_hard_error("execv /proc/self/exe: %s", strerror(errno));

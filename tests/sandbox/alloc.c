@@ -158,7 +158,12 @@ int main(int argc, char **argv)
 	 * (issue 11) are cut from whatever segment has room, so where freed runs
 	 * meet a segment's edge differs (3,927 purges of 485,589 pages unlocked,
 	 * 4,030 of 494,520 locked here; 1,502 and 1,578 in another run): purges
-	 * may differ by a seventh either way, purged pages by a twentieth. */
+	 * may differ by a seventh either way.  Purged pages may differ by an
+	 * eighth: a locked thread keeps no freed huge block (alloc/revoke.c
+	 * huge_keeps), so it purges a few more of them (28 of 21,450 purges
+	 * here), and each is a span of up to 8 MiB with its huge-page slack
+	 * (alloc/run.c huge_slack): 680,602 pages locked, 619,162 unlocked
+	 * (570,553 and 549,049 with thp=0). */
 #define PLACED(f) (strcmp(#f, "revoke_syscalls") == 0 || strcmp(#f, "purges") == 0 || \
 		   strcmp(#f, "pages_purged") == 0)
 #define X(f) CHECK(strcmp(#f, "sandbox_granted") == 0 || PLACED(f) || u.d.f == l.d.f, \
@@ -167,7 +172,7 @@ int main(int argc, char **argv)
 #undef X
 	CHECK(within(l.d.purges, u.d.purges, 7), "purges: %llu locked, %llu unlocked",
 	      (unsigned long long)l.d.purges, (unsigned long long)u.d.purges);
-	CHECK(within(l.d.pages_purged, u.d.pages_purged, 20),
+	CHECK(within(l.d.pages_purged, u.d.pages_purged, 8),
 	      "pages_purged: %llu locked, %llu unlocked", (unsigned long long)l.d.pages_purged,
 	      (unsigned long long)u.d.pages_purged);
 	/* A span the unlocked thread revokes by a new mapping over it (it
