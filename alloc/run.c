@@ -199,10 +199,12 @@ static size_t huge_slack(const struct xpfo_compartment *c, size_t np, size_t ali
 }
 
 /* Flag the segments of a new huge block for huge pages (off: no slack
- * was asked for, nothing to do). */
+ * was asked for, nothing to do).  The flag splits the VMA around them:
+ * not while the process is over its VMA budget. */
 static void huge_thp(uintptr_t a, size_t span, size_t off)
 {
-	if (!off || tl_sandbox_locked || backing_special(a, span << PAGE_SHIFT))
+	if (!off || tl_sandbox_locked || __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) ||
+	    backing_special(a, span << PAGE_SHIFT))
 		return;
 	int e = os_hugepage((void *)a, align_up(span << PAGE_SHIFT, SEG_SIZE));
 	if (e == EINVAL || e == EPERM || e == ENOSYS)
