@@ -55,7 +55,8 @@ EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/issue37-before.md bench/results/issue37-before.json \
 	bench/results/flush-mechanisms.md bench/results/remap.md \
 	bench/results/vm-after.md bench/results/vm-after.png \
-	bench/results/issue37-after-quick.md
+	bench/results/issue37-after-quick.md \
+	bench/results/issue37-thp-quick.md
 
 PYTHON3 = python3
 BENCH_RUN = $(PYTHON3) $(abs_top_srcdir)/bench/run.py \
