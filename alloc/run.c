@@ -173,8 +173,9 @@ uintptr_t run_get(struct tstate *t, struct xpfo_compartment *c, size_t npages,
  * that covers a 2 MiB huge page whole keeps it one mapping; one that cuts
  * it splits it into 4 KiB ones for good, and after a revocation and a
  * grant each 4 KiB page faults again on its first touch (a hypervisor's
- * exit each where page tables are shadowed: 5.3 us a page on the 2-vCPU
- * test machine, against 57 ns a page over huge pages, bench/README.md).
+ * exit each where page tables are shadowed: 5.3-8.0 us a page on the
+ * 2-vCPU test machine, against 57-87 ns a page over huge pages;
+ * bench/README.md, "A page's next touch").
  * So a huge block's span, from its segment's start, ends on a 2 MiB
  * boundary: the block is placed at the end of it (its guard page right
  * after, as before) and the pages before it in its first 2 MiB, its

@@ -133,6 +133,11 @@ bench-pngd: all
 	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/bench/pngd.sh
 EXTRA_DIST += bench/pngd.sh
 
+# xb-protflip: a page's cost at its next touch after a protection change
+# or a release, in 4 KiB mappings and over huge pages (bench/README.md)
+EXTRA_PROGRAMS += bench/xb-protflip
+bench_xb_protflip_SOURCES = bench/micro/protflip.c
+
 # xb-pairs: small malloc/free pairs for callgrind instruction counts
 # (bench/pairs.sh; issue 11's ablation table in bench/README.md).
 EXTRA_PROGRAMS += bench/xb-pairs
