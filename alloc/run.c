@@ -207,6 +207,7 @@ static void huge_thp(uintptr_t a, size_t span, size_t off)
 	if (!off || tl_sandbox_locked || __atomic_load_n(&g_stats.degraded, __ATOMIC_RELAXED) ||
 	    backing_special(a, span << PAGE_SHIFT))
 		return;
+	/* advice: another error costs only the huge pages */
 	int e = os_hugepage((void *)a, align_up(span << PAGE_SHIFT, SEG_SIZE));
 	if (e == EINVAL || e == EPERM || e == ENOSYS)
 		__atomic_store_n(&thp_state, 0, __ATOMIC_RELAXED);
@@ -373,9 +374,11 @@ static void run_shrink(struct tstate *t, uintptr_t a, const struct blk *b, size_
  * freed pages would stay with it); false: it must move. */
 static bool huge_resize(uintptr_t a, struct blk *b, size_t np, size_t nnp)
 {
+	if (b->kind != BK_HUGE)
+		return false;
 	size_t off = b->seg->huge_off;
 	size_t room = (size_t)b->seg->nsegs * SEG_PAGES - opt.guard_large - off;
-	if (b->kind != BK_HUGE || nnp > room || nnp <= np / 2)
+	if (nnp > room || nnp <= np / 2)
 		return false;
 	/* its own segments: mapped afresh when it goes, whatever a failed
 	 * grant left */

@@ -166,6 +166,15 @@ name_of() { echo "$1" | tr ':=,' '_.-'; }
 status=0
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1${2:+ ($2)}"; status=1; }
+# NAME BASE VALUE MIN WHAT: pass when BASE / VALUE >= MIN; the ratio in $r
+ratio_at_least() {
+	r=$(awk -v b="$2" -v p="$3" 'BEGIN { printf "%.1f", (p > 0 ? b / p : 1e9) }')
+	if awk -v r="$r" -v m="$4" 'BEGIN { exit !(r >= m) }'; then
+		pass "$1"
+	else
+		fail "$1" "$5 ${r}x < ${4}x"
+	fi
+}
 
 start=$(date +%s)
 tlist=$(echo $threads | tr ' ' ,)
@@ -369,12 +378,7 @@ for n in $names; do
 		# coalesce), so its one-thread count is its flush cost.
 		if [ $has_base = 1 ] && [ "$order" -ge 9 ]; then
 			bt=$(med base measure "t$t1" 3)
-			r=$(awk -v b="$bt" -v p="$ct" 'BEGIN { printf "%.1f", p ? b / p : 1e9 }')
-			if awk -v r="$r" 'BEGIN { exit !(r >= 256) }'; then
-				pass "kernel/$n/cal-ratio-t$t"
-			else
-				fail "kernel/$n/cal-ratio-t$t" "base (1 thread)/patched ${r}x < 256x"
-			fi
+			ratio_at_least "kernel/$n/cal-ratio-t$t" "$bt" "$ct" 256 "base (1 thread)/patched"
 			echo "CAL ratio base (1 thread)/$n ($t thread(s)): ${r}x"
 		fi
 		[ "$t" = "$t1" ] && continue
@@ -485,12 +489,8 @@ if [ "$madv" -gt 0 ] && [ "$smp" -ge 2 ]; then
 				fail "kernel/$n/madv-one-round-$l" "CAL $pv a call > 2 x (cpus - 1) = $oneround, or $bad calls short"
 			fi
 			[ "$bl" != - ] || continue
-			r=$(awk -v b="$bl" -v p="$pv" 'BEGIN { printf "%.1f", (p > 0 ? b / p : 1e9) }')
-			if awk -v r="$r" 'BEGIN { exit !(r >= 16) }'; then
-				pass "kernel/$n/madv-ratio-$l"
-			else
-				fail "kernel/$n/madv-ratio-$l" "base (64 madvise calls) / $n (one process_madvise) ${r}x < 16x"
-			fi
+			ratio_at_least "kernel/$n/madv-ratio-$l" "$bl" "$pv" 16 \
+				"base (64 madvise calls) / $n (one process_madvise)"
 			echo "madv CAL a release of 64 ranges, $l: base (64 madvise calls) $bl, $n (one process_madvise) $pv: ${r}x"
 		done
 	done

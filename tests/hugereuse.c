@@ -168,8 +168,8 @@ int main(void)
 	xpfo_free(xpfo_malloc(16)); /* this thread's state */
 	cycles("kept", 1);
 	cycles("queued", 0);
-	tu_must_segv("uaf: stale read of a kept block", stale_read);
-	tu_must_segv("uaf: read past a block in a longer one's segments", past_end);
+	tu_must_segv("uaf: stale read of a kept block", stale_read, NULL);
+	tu_must_segv("uaf: read past a block in a longer one's segments", past_end, NULL);
 	other_owner();
 	trim();
 	tu_exit();

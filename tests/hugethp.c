@@ -121,29 +121,23 @@ static int slack_free(void *arg)
 	return 3;
 }
 
-static int slack_after_free(void *arg)
-{
-	(void)arg;
-	volatile char *p = xpfo_malloc(3 * MIB);
-	if (!p)
-		return 97;
-	p[0] = 1;
-	p[-4096] = 2; /* the slack is the owner's while the block lives */
-	xpfo_free((void *)p);
-	xpfo_flush();
-	return p[-4096] == 2 ? 3 : 4;
-}
+/* A block of `size` written at `at` (before it: its slack, the owner's
+ * while the block lives), freed and flushed, then read there. */
+struct stale {
+	size_t size;
+	long at;
+};
 
-static int uaf(void *arg)
+static int stale_read(void *arg)
 {
-	(void)arg;
-	volatile char *p = xpfo_malloc(5 * MIB);
+	const struct stale *s = arg;
+	volatile char *p = xpfo_malloc(s->size);
 	if (!p)
 		return 97;
-	p[4096] = 1;
+	p[s->at] = 1;
 	xpfo_free((void *)p);
 	xpfo_flush();
-	return p[4096] == 1 ? 3 : 4;
+	return p[s->at] == 1 ? 3 : 4;
 }
 
 static void contents(void)
@@ -215,14 +209,14 @@ int main(int argc, char **argv)
 	const char *o = getenv("XPFO_OPTIONS");
 	thp_off = o && strstr(o, "thp=0") != NULL;
 	tu_xpfo_init(1);
-	if (!thp_off)
-		tu_must_segv("guard: read past the end", past_end);
 	static const struct tu_case c = { "slack: free of a pointer before the block", slack_free,
 					  NULL, SIGABRT, 0, TU_ERR_LINE, NULL, NULL, NULL };
 	if (!thp_off) {
+		tu_must_segv("guard: read past the end", past_end, NULL);
 		tu_run_case(&c, 30, NULL);
-		tu_must_segv("slack: read of a freed block's slack", slack_after_free);
-		tu_must_segv("uaf: read of a freed block", uaf);
+		static struct stale slack = { 3 * MIB, -4096 }, block = { 5 * MIB, 4096 };
+		tu_must_segv("slack: read of a freed block's slack", stale_read, &slack);
+		tu_must_segv("uaf: read of a freed block", stale_read, &block);
 	}
 	place();
 	contents();
@@ -230,9 +224,8 @@ int main(int argc, char **argv)
 	if (!thp_off && !tu_has_arg(argc, argv, "--child")) {
 		/* the same placement checks with thp=0, in a new process */
 		char *args[] = { argv[0], (char *)"--child", NULL };
-		const char *env[] = { tu_child_options("thp=0"), NULL };
 		char envbuf[1100];
-		snprintf(envbuf, sizeof envbuf, "XPFO_OPTIONS=%s", env[0]);
+		snprintf(envbuf, sizeof envbuf, "XPFO_OPTIONS=%s", tu_child_options("thp=0"));
 		const char *envset[] = { envbuf, NULL };
 		struct tu_child res;
 		if (tu_run_cmd(args, envset, 60, &res))

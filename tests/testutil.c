@@ -566,10 +566,10 @@ const char *tu_child_options(const char *options)
 	return buf;
 }
 
-void tu_must_segv(const char *what, int (*fn)(void *))
+void tu_must_segv(const char *what, int (*fn)(void *), void *arg)
 {
 	struct tu_child res;
-	if (tu_run_child(fn, NULL, 30, &res))
+	if (tu_run_child(fn, arg, 30, &res))
 		tu_hard_error("fork failed");
 	CHECK(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGSEGV, "%s: %s, want SIGSEGV",
 	      what, tu_status_str(res.status));

@@ -77,9 +77,9 @@ int tu_run_child(int (*fn)(void *), void *arg, unsigned seconds,
 int tu_run_cmd(char *const argv[], const char *const envset[],
 	       unsigned seconds, struct tu_child *res);
 
-/* Run fn in a child (tu_run_child, 30 s) and check that it died by
+/* Run fn(arg) in a child (tu_run_child, 30 s) and check that it died by
  * SIGSEGV; prints what it saw. */
-void tu_must_segv(const char *what, int (*fn)(void *));
+void tu_must_segv(const char *what, int (*fn)(void *), void *arg);
 
 /* "exit 0", "killed by SIGSEGV", ... for messages. */
 const char *tu_status_str(int status);
