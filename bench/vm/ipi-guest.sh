@@ -8,9 +8,15 @@
 # initramfs has no /lib), the allocator preloaded, under xb-vm-ipi, and
 # prints one line per run:
 #   IPI alloc=A work=W ops=N tlb=N cal=N minflt=N majflt=N status=N
-#       revoke=N grant=N backend=B
+#       revoke=N grant=N backend=B rounds=N protect=N purge=N guard=N
+#       vector=N unmap=N madvise=N munmap=N thpfault=N thpsplit=N
 # (revoke, grant, backend: xpfo's revoke_syscalls, grant_syscalls and
-# backend from stats=json, "-" for the others).  Exit 1 when a run failed.
+# backend from stats=json; rounds..unmap: its flush_rounds and their
+# mechanisms; madvise, munmap: its madvise_syscalls and munmap_syscalls;
+# "-" for the others.  thpfault, thpsplit: the guest's
+# thp_fault_alloc and thp_split_pmd of /proc/vmstat across the run, for
+# every allocator: a huge page split under a protection change is a
+# flush too.)  Exit 1 when a run failed.
 F=/tests/files
 ld=$F/ld-linux-x86-64.so.2
 opts=
@@ -28,12 +34,16 @@ esac
 plan=$F/ipi-plan
 # revoke=eager is far slower under TCG: it has a smaller plan of its own
 [ "$ALLOC" != xpfo-eager ] || [ ! -r $F/ipi-plan-eager ] || plan=$F/ipi-plan-eager
+# vmstat KEY: the guest's counter KEY of /proc/vmstat (0 when absent)
+vmstat() { awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }' /proc/vmstat; }
 rc=0
 while read -r work args; do
+	tf0=$(vmstat thp_fault_alloc) ts0=$(vmstat thp_split_pmd)
 	[ -n "$work" ] || continue
 	# $args: split at spaces on purpose
 	LD_PRELOAD=$pre XPFO_OPTIONS=$opts xb-vm-ipi "$ld" --library-path "$F" \
 		"$F/xb-work" "$work" $args </dev/null >/tmp/ipi.out 2>&1
+	tf=$(($(vmstat thp_fault_alloc) - tf0)) ts=$(($(vmstat thp_split_pmd) - ts0))
 	c=$(sed -n 's/^xb-vm-ipi: //p' /tmp/ipi.out)
 	# operations: xb-work's ops (larson, crossmix), else its objects
 	# (+ medium blocks: xmalloc, prodcons, threadchurn), else hash's
@@ -43,13 +53,20 @@ while read -r work args; do
 		/^xbw: args=/ { for (i = 3; i < NF; i++) { if ($i == "-t") t = $(i + 1); if ($i == "-r") r = $(i + 1) } }
 		END { if (o != "") print o; else if (ob != "") print ob + m;
 		      else if (e != "" && t != "" && r != "") print e * r * t }' /tmp/ipi.out)
-	rv=- gr=- be=-
+	rv=- gr=- be=- more=
 	if [ -n "$opts" ]; then
 		be=$(grep -o '"backend": "[a-z]*"' /tmp/ipi.out | sed 's/.* "//; s/"//')
 		rv=$(grep -o '"revoke_syscalls": [0-9]*' /tmp/ipi.out | sed 's/.* //')
 		gr=$(grep -o '"grant_syscalls": [0-9]*' /tmp/ipi.out | sed 's/.* //')
 	fi
+	for k in rounds:flush_rounds protect:flush_rounds_protect purge:flush_rounds_purge \
+		guard:flush_rounds_guard vector:flush_rounds_vector unmap:flush_rounds_unmap \
+		madvise:madvise_syscalls munmap:munmap_syscalls; do
+		v=-
+		[ -z "$opts" ] || v=$(grep -o "\"${k#*:}\": [0-9]*" /tmp/ipi.out | sed 's/.* //')
+		more="$more ${k%%:*}=${v:-?}"
+	done
 	case "$c" in *status=0) ;; *) rc=1; sed 's/^/ipi-guest: /' /tmp/ipi.out ;; esac
-	echo "IPI alloc=$ALLOC work=$work ops=${ops:-?} $c revoke=${rv:-?} grant=${gr:-?} backend=${be:-?}"
+	echo "IPI alloc=$ALLOC work=$work ops=${ops:-?} $c revoke=${rv:-?} grant=${gr:-?} backend=${be:-?}$more thpfault=$tf thpsplit=$ts"
 done <"$plan"
 exit $rc
