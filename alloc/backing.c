@@ -49,6 +49,23 @@ int backing_purge(uintptr_t a, size_t len)
 	return os_remap((void *)a, len, opt.revoke == REVOKE_OFF ? OS_RW : OS_NONE);
 }
 
+/* 1: process_madvise takes MADV_DONTNEED here (for this process); 0: it
+ * refused; -1: not tried yet. */
+static int purge_vec_state = -1;
+
+int backing_purge_vec(const uintptr_t *a, const size_t *len, unsigned n, size_t *done)
+{
+	*done = 0;
+	if (n < 2 || tl_sandbox_locked || !__atomic_load_n(&purge_vec_state, __ATOMIC_RELAXED))
+		return ECANCELED;
+	int e = os_purge_vec(a, len, n, done);
+	if (!e || *done)
+		__atomic_store_n(&purge_vec_state, 1, __ATOMIC_RELAXED);
+	else if (e == EINVAL || e == ENOSYS || e == EPERM || e == EBADF)
+		__atomic_store_n(&purge_vec_state, 0, __ATOMIC_RELAXED);
+	return e;
+}
+
 int backing_transfer(struct xpfo_compartment *from, struct xpfo_compartment *to, uintptr_t a,
 		     size_t len, bool readable, enum os_prot prot, int key)
 {

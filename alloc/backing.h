@@ -37,6 +37,13 @@ bool backing_special(uintptr_t a, size_t len);
 /* os_purge for heap pages: in a special segment, revoke the range's
  * aliases and map fresh anonymous memory over it (PROT_NONE). */
 int backing_purge(uintptr_t a, size_t len);
+/* Purge n >= 2 ranges of plain anonymous heap pages (the caller checked
+ * backing_special) in one process_madvise(MADV_DONTNEED) (os_purge_vec):
+ * 0 or the errno, *done the bytes purged (in order: the rest untouched,
+ * for the caller to purge range by range).  ECANCELED: not tried (one
+ * range, a locked thread, an injected purge failure, or a kernel that
+ * refused the call before: EINVAL before 6.13, or no pidfd). */
+int backing_purge_vec(const uintptr_t *a, const size_t *len, unsigned n, size_t *done);
 /* transfer hook: the in-place fresh copy of a run whose old or new owner
  * is secret or which has an alias; -1: nothing special, use os_fresh_copy. */
 int backing_transfer(struct xpfo_compartment *from, struct xpfo_compartment *to, uintptr_t a,

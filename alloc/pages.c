@@ -764,11 +764,63 @@ static void purge_failed(uintptr_t addr, size_t npages, int err)
 			  "reported", (unsigned long)npages, (void *)addr, (long)err);
 }
 
+/* Purge pages [p, q) of carved segment s on their own, under pages_lock;
+ * with `handover`, pages that cannot be purged are quarantined. */
+static void seg_purge_range(struct segment *s, size_t p, size_t q, bool handover)
+{
+	int e = backing_purge(seg_addr(s) + (p << PAGE_SHIFT), (q - p) << PAGE_SHIFT);
+	if (!e) {
+		stat_inc(purges);
+		stat_add(pages_purged, q - p);
+		seg_mark_clean(s, p, q - p);
+	} else if (handover) {
+		seg_quarantine_free(s, p, q, e);
+	} else {
+		purge_failed(seg_addr(s) + (p << PAGE_SHIFT), q - p, e);
+	}
+}
+
+/* The retain sweep's ranges on their way to one purge call, each with its
+ * segment and first page, marked clean once purged.  pages_lock is held
+ * from the first range queued until the call: none of them may be taken
+ * meanwhile. */
+struct purge_vec {
+	unsigned n;
+	uintptr_t a[OS_GUARD_VEC];
+	size_t len[OS_GUARD_VEC];
+	struct segment *s[OS_GUARD_VEC];
+	uint32_t p[OS_GUARD_VEC];
+};
+
+/* Purge the queued ranges: one call where the kernel takes a vector
+ * (backing_purge_vec), one flush round for all of them on Linux 6.16 and
+ * on kernel/'s 6.12 series; the ranges it did not reach one by one. */
+static void purge_vec_apply(struct purge_vec *v)
+{
+	size_t done = 0;
+	int e = backing_purge_vec(v->a, v->len, v->n, &done);
+	if (!e || done)
+		stat_inc(purges);
+	for (unsigned k = 0; k < v->n; k++) {
+		size_t np = v->len[k] >> PAGE_SHIFT;
+		if (done >= v->len[k]) {
+			done -= v->len[k];
+			stat_add(pages_purged, np);
+			seg_mark_clean(v->s[k], v->p[k], np);
+		} else {
+			done = 0;
+			seg_purge_range(v->s[k], v->p[k], v->p[k] + np, false);
+		}
+	}
+	v->n = 0;
+}
+
 /* Purge the retained (free, not clean) pages of carved segment s, under
  * pages_lock: a page taken by another thread right after an unlock could be
  * zeroed under its new owner.  With `handover` s is about to change hands:
- * a page that cannot be purged is quarantined, never handed over. */
-void seg_purge_retained(struct segment *s, bool handover)
+ * a page that cannot be purged is quarantined, never handed over.  With
+ * v (the sweep), plain ranges are queued there instead. */
+static void seg_purge_some(struct segment *s, bool handover, struct purge_vec *v)
 {
 	uint64_t want[SEG_WORDS];
 	for (size_t w = 0; w < SEG_WORDS; w++)
@@ -776,39 +828,58 @@ void seg_purge_retained(struct segment *s, bool handover)
 	size_t p = 0;
 	while ((p = bit_next(want, p, SEG_PAGES, true)) < SEG_PAGES) {
 		size_t q = bit_next(want, p, SEG_PAGES, false);
-		int e = backing_purge(seg_addr(s) + (p << PAGE_SHIFT), (q - p) << PAGE_SHIFT);
-		if (!e) {
-			stat_inc(purges);
-			stat_add(pages_purged, q - p);
-			seg_mark_clean(s, p, q - p);
-		} else if (handover) {
-			seg_quarantine_free(s, p, q, e);
+		uintptr_t a = seg_addr(s) + (p << PAGE_SHIFT);
+		if (!v || backing_special(a, (q - p) << PAGE_SHIFT)) {
+			seg_purge_range(s, p, q, handover);
 		} else {
-			purge_failed(seg_addr(s) + (p << PAGE_SHIFT), q - p, e);
+			v->a[v->n] = a;
+			v->len[v->n] = (q - p) << PAGE_SHIFT;
+			v->s[v->n] = s;
+			v->p[v->n++] = (uint32_t)p;
+			if (v->n == OS_GUARD_VEC)
+				purge_vec_apply(v);
 		}
 		p = q;
 	}
 }
 
+void seg_purge_retained(struct segment *s, bool handover)
+{
+	seg_purge_some(s, handover, NULL);
+}
+
 /* Release every retained free page of every carved segment, and every
  * kept huge block (malloc_trim); a locked thread only its reservation's
  * (its executor refuses the rest: those pages may be another owner's by
- * now). */
+ * now).  The ranges go OS_GUARD_VEC to a call (purge_vec), pages_lock
+ * held across segments only while some are queued. */
 void pages_purge_all(void)
 {
 	uint16_t only = tl_sandbox_locked ? tl_state->heap->comp->id : 0;
+	struct purge_vec v;
+	v.n = 0;
+	bool held = false;
 	for (size_t i = 0; i < heap_nsegs; i++) {
 		if (!__atomic_load_n(&seg_used_map[i / 64], __ATOMIC_RELAXED)) {
 			i |= 63;
 			continue;
 		}
-		pthread_mutex_lock(&pages_lock);
+		if (!held)
+			pthread_mutex_lock(&pages_lock);
+		held = true;
 		struct segment *s = &seg_table[i];
 		if (bit_get(seg_used_map, i) && s->kind == SEG_PAGES_K && !s->releasing &&
 		    (!only || s->rsv == only))
-			seg_purge_retained(s, false);
-		pthread_mutex_unlock(&pages_lock);
+			seg_purge_some(s, false, &v);
+		if (!v.n) {
+			pthread_mutex_unlock(&pages_lock);
+			held = false;
+		}
 	}
+	if (v.n)
+		purge_vec_apply(&v);
+	if (held)
+		pthread_mutex_unlock(&pages_lock);
 	pages_drop_kept();
 }
 

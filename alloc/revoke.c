@@ -510,28 +510,20 @@ struct guard_batch {
 	uint16_t i[OS_GUARD_VEC], j[OS_GUARD_VEC];
 };
 
-/* 1: process_madvise takes MADV_DONTNEED here (for this process); 0: it
- * refused; -1: not tried yet. */
-static int purge_vec_state = -1;
-
 /* Installing markers over populated pages zaps them range by range, each
  * with its own TLB flush (a shootdown on every CPU the process runs on):
  * a batch of 64 populated 4-page ranges took 889 us with a second thread
  * running (a standalone timing, 2 CPUs), and 112 us when their frames
  * had gone first in one MADV_DONTNEED call, which flushes once for the
  * whole vector; the markers then find nothing to zap.  Not where the
- * batches were refused (batch_state); a refusal of this call turns it off,
- * and the markers zap as before.  In between the pages read zero, never
- * their old bytes. */
+ * batches were refused (batch_state); a refusal of this call turns it off
+ * (backing_purge_vec), and the markers zap as before.  In between the
+ * pages read zero, never their old bytes. */
 static void batch_purge(const uintptr_t *addr, const size_t *len, unsigned n)
 {
-	if (!__atomic_load_n(&batch_state, __ATOMIC_RELAXED) ||
-	    !__atomic_load_n(&purge_vec_state, __ATOMIC_RELAXED))
-		return;
-	int e = os_purge_vec(addr, len, n);
-	if (e == ECANCELED)
-		return;
-	__atomic_store_n(&purge_vec_state, e ? 0 : 1, __ATOMIC_RELAXED);
+	size_t done;
+	if (__atomic_load_n(&batch_state, __ATOMIC_RELAXED))
+		backing_purge_vec(addr, len, n, &done);
 }
 
 /* Install the batch's markers in one call; the spans it did not cover (a

@@ -252,6 +252,38 @@ int os_guard(void *addr, size_t size, bool install)
 }
 
 #define OS_PIDFD_SELF (-10000) /* PIDFD_SELF_THREAD, linux/pidfd.h */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* How process_madvise names this process: 0 not known yet, 1 PIDFD_SELF,
+ * 2 a pidfd of the call's own (a kernel before 6.15 answers PIDFD_SELF
+ * with EBADF). */
+static int vec_self;
+
+/* process_madvise over the process's own pages through a pidfd opened for
+ * this call: recorded as xpfo's while it is open (a lock that copies the
+ * descriptor table meanwhile closes its copy), closed after it.  A locked
+ * thread opens nothing (its filter refuses both calls): EPERM. */
+static __thread int os_locked; /* below: the sandbox's */
+
+static long vec_by_pidfd(const struct iovec *v, unsigned n, int advice)
+{
+	if (os_locked) {
+		errno = EPERM;
+		return -1;
+	}
+	long fd = syscall(SYS_pidfd_open, (long)getpid(), 0L);
+	if (fd < 0)
+		return -1;
+	os_fd_own((int)fd, true);
+	long r = syscall(SYS_process_madvise, fd, v, (size_t)n, advice, 0u);
+	int e = errno;
+	os_fd_own((int)fd, false);
+	close((int)fd);
+	errno = e;
+	return r;
+}
 
 static int madvise_vec(const uintptr_t *addr, const size_t *len, unsigned n, int advice,
 		       size_t *done)
@@ -263,7 +295,22 @@ static int madvise_vec(const uintptr_t *addr, const size_t *len, unsigned n, int
 	}
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	long r = syscall(SYS_process_madvise, OS_PIDFD_SELF, v, (size_t)n, advice, 0u);
+	int how = __atomic_load_n(&vec_self, __ATOMIC_RELAXED);
+	long r = -1;
+	if (how != 2) {
+		int e = injected(OS_OP_SELF);
+		if (e)
+			errno = e;
+		else
+			r = syscall(SYS_process_madvise, OS_PIDFD_SELF, v, (size_t)n, advice, 0u);
+		if (r >= 0 || errno != EBADF)
+			how = 1;
+		else
+			how = 2;
+		__atomic_store_n(&vec_self, how, __ATOMIC_RELAXED);
+	}
+	if (how == 2)
+		r = vec_by_pidfd(v, n, advice);
 	int e = r < 0 ? errno : 0;
 	errno = saved;
 	*done = e ? 0 : (size_t)r;
@@ -344,18 +391,18 @@ int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool inst
 /* MADV_DONTNEED over the ranges of one call: one flush for all of them
  * where the kernel gathers them (vec_purge_batched), one round; elsewhere
  * a round a range it reached. */
-int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n)
+int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *done)
 {
-	size_t done;
+	*done = 0;
 	if (inject[OS_OP_PURGE].count || n > OS_GUARD_VEC)
 		return ECANCELED;
-	int e = madvise_vec(addr, len, n, MADV_DONTNEED, &done);
-	if (!e && vec_purge_batched())
+	int e = madvise_vec(addr, len, n, MADV_DONTNEED, done);
+	if (!e && *done && vec_purge_batched())
 		stat_flush_round(vector);
 	else if (!e)
-		vec_rounds(len, n, done);
+		vec_rounds(len, n, *done);
 	purged_vec.n = 0;
-	if (!e && n) {
+	if (!e && n && *done == vec_bytes(len, n)) {
 		purged_vec.first = addr[0];
 		purged_vec.n = n;
 		purged_vec.bytes = vec_bytes(len, n);

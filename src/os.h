@@ -19,7 +19,7 @@ enum os_prot { OS_NONE = 0, OS_READ = 1, OS_RW = 3 };
  * change, PURGE madvise and remapping, MEM /proc/self/mem (ENOSYS: as if it
  * could not be opened). */
 enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_MEM, OS_OP_SECRET, OS_OP_ALIAS,
-	     OS_OP_UFFD, OS_OP_SANDBOX, OS_OP_EXECUTOR, OS_OP_COUNT };
+	     OS_OP_UFFD, OS_OP_SANDBOX, OS_OP_EXECUTOR, OS_OP_SELF, OS_OP_COUNT };
 /* SECRET covers memfd_secret (creation and mapping), ALIAS the memfds of
  * xpfo_share_fd (creation, mapping, truncation), UFFD the userfaultfd
  * (opening, registration, filling), SANDBOX every call the locking thread
@@ -27,7 +27,9 @@ enum os_op { OS_OP_RESERVE, OS_OP_PROTECT, OS_OP_PURGE, OS_OP_MEM, OS_OP_SECRET,
  * src/sandbox_os.c's os_sandbox_*: one count per system call, in the
  * order they are made), EXECUTOR every call of the executor
  * (os_executor_*; it runs in the lock's child, which inherits what was
- * armed before the lock). */
+ * armed before the lock).  SELF: process_madvise refuses PIDFD_SELF with
+ * the injected errno (as a kernel before 6.15 does, EBADF), no call made;
+ * the vector calls then name the process by a pidfd of their own. */
 
 /* Reserve size bytes of inaccessible address space aligned to align (a power
  * of two >= page size).  *out gets the address. */
@@ -67,7 +69,9 @@ int os_populate(void *addr, size_t size);
 int os_hugepage(void *addr, size_t size);
 /* Install (or remove) guard markers over n <= OS_GUARD_VEC ranges in one call
  * (process_madvise on the calling thread's own address space, named by
- * PIDFD_SELF: a kernel that does not take it answers EBADF).  0 with *done
+ * PIDFD_SELF, Linux 6.15; where the kernel refuses that (EBADF), by a
+ * pidfd opened for the call and closed after it, recorded as xpfo's
+ * meanwhile (os_fd_own); never in a locked thread, EPERM).  0 with *done
  * the bytes covered, which may stop short of the whole after a failure
  * (the rest untouched, in order), or the errno (*done 0).  ECANCELED: not tried (no call made): an active
  * OS_OP_PROTECT injection, so that the caller goes range by range through
@@ -80,10 +84,13 @@ int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool inst
 /* Release the frames of n <= OS_GUARD_VEC ranges in one call (MADV_DONTNEED
  * through process_madvise, as os_guard_vec): Linux 6.16 and later flush
  * the TLBs once for all of them (counted one round; before, a round a
- * range), where installing markers over populated ranges flushes once a
- * range.  0 or the errno; ECANCELED: an active OS_OP_PURGE
- * injection, no call made. */
-int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n);
+ * range; kernel/'s 6.12 series does the same, counted as before), where
+ * installing markers over populated ranges flushes once a range.  Linux
+ * 6.13 and later take the advice on the caller's own process (6.12 with
+ * kernel/'s series), older ones answer EINVAL.  0 or the errno, *done the
+ * bytes released (in order: the rest untouched); ECANCELED: an active
+ * OS_OP_PURGE injection, no call made. */
+int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *done);
 /* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new
  * frames (zero), and one VMA where protection changes had split it. */
 int os_remap(void *addr, size_t size, enum os_prot prot);

@@ -21,25 +21,46 @@
  * purges failing for the first fill only, 100 flushes that retain nothing
  * new leave the pages resident (before the bound, the first of them swept
  * them), and freeing the rest of the blocks (12 MiB more) sweeps again,
- * down to the bound. */
+ * down to the bound.
+ * The sweep purges its ranges 64 to a process_madvise(MADV_DONTNEED)
+ * call where the kernel takes that advice on the caller's own process
+ * (Linux 6.13; one flush for the call from 6.16): the same fill with
+ * release=mprotect makes at most an eighth of the purge calls it makes
+ * when the call is refused (TU_OS_SELF injected as EINVAL, range by range
+ * as on 6.1), purges the same pages, and counts vector flush rounds; also
+ * where PIDFD_SELF is refused (TU_OS_SELF as EBADF, as before 6.15: each
+ * call opens a pidfd of its own and closes it, no descriptor left open). */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BLOCK 256
 #define NBLOCKS ((24u << 20) / BLOCK)
 
-static int fill_and_free(unsigned long limit)
+/* NBLOCKS blocks of BLOCK bytes (NULL: an allocation failed) */
+static void **fill(void)
 {
 	void **b = malloc(NBLOCKS * sizeof *b);
+	for (unsigned i = 0; b && i < NBLOCKS; i++)
+		if (!(b[i] = xpfo_malloc(BLOCK)))
+			return NULL;
+	return b;
+}
+
+static int fill_and_free(unsigned long limit)
+{
+	void **b = fill();
 	if (!b)
 		return 99;
-	for (unsigned i = 0; i < NBLOCKS; i++)
-		if (!(b[i] = xpfo_malloc(BLOCK)))
-			return 99;
 	/* the blocks of every other 32 KiB of the heap: each freed span is
 	 * shorter than `purge` (64 KiB), between live slabs */
 	for (unsigned i = 0; i < NBLOCKS; i++)
@@ -77,12 +98,9 @@ static int fill_sweep_bound(unsigned long limit)
 {
 	if (xpfo__test_inject(TU_OS_PURGE, ENOMEM, 0, 1u << 30))
 		return 99;
-	void **b = malloc(NBLOCKS * sizeof *b);
+	void **b = fill();
 	if (!b)
 		return 99;
-	for (unsigned i = 0; i < NBLOCKS; i++)
-		if (!(b[i] = xpfo_malloc(BLOCK)))
-			return 99;
 	for (unsigned i = 0; i < NBLOCKS; i++)
 		if ((uintptr_t)b[i] >> 15 & 1)
 			xpfo_free(b[i]);
@@ -110,6 +128,108 @@ static int fill_sweep_bound(unsigned long limit)
 	if (r0 <= limit)
 		return 2; /* the injection did not hold the pages: nothing tested */
 	return r1 > limit && r2 <= limit ? 0 : 1;
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* The fill with release=mprotect, the vector call as `how` says (self:
+ * as the kernel does, pidfd: PIDFD_SELF refused, refused: the advice
+ * refused); prints the purge calls, pages purged, vector flush rounds and
+ * the descriptors open before and after. */
+static int fill_vec(const char *how)
+{
+	int err = !strcmp(how, "pidfd") ? EBADF : !strcmp(how, "refused") ? EINVAL : 0;
+	if (err && xpfo__test_inject(TU_OS_SELF, err, 0, 1))
+		return 99;
+	void **b = fill();
+	if (!b)
+		return 99;
+	int fd0 = open_fds();
+	struct xpfo_stats s0, s1;
+	tu_stats(&s0);
+	for (unsigned i = 0; i < NBLOCKS; i++)
+		if ((uintptr_t)b[i] >> 15 & 1)
+			xpfo_free(b[i]);
+	xpfo_flush();
+	tu_stats(&s1);
+	printf("purges %llu pages %llu vector %llu fds %d %d\n",
+	       (unsigned long long)(s1.purges - s0.purges),
+	       (unsigned long long)(s1.pages_purged - s0.pages_purged),
+	       (unsigned long long)(s1.flush_rounds_vector - s0.flush_rounds_vector), fd0,
+	       open_fds());
+	return 0;
+}
+
+struct vec_run {
+	unsigned long long purges, pages, vector;
+	int fd0, fd1;
+};
+
+static void run_vec(const char *how, struct vec_run *v)
+{
+	char *argv[] = { "/proc/self/exe", "--vec", (char *)how, NULL };
+	const char *env[] = { "XPFO_OPTIONS=retain=2097152,release=mprotect,keep_empty=64", NULL };
+	struct tu_child r;
+	if (tu_run_cmd(argv, env, 120, &r))
+		tu_hard_error("cannot run the child");
+	if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0 ||
+	    sscanf(r.out, "purges %llu pages %llu vector %llu fds %d %d", &v->purges, &v->pages,
+		   &v->vector, &v->fd0, &v->fd1) != 5)
+		tu_hard_error("child --vec %s: %s; %s%s", how, tu_status_str(r.status), r.out, r.err);
+	fprintf(stderr, "vector sweep, %s: %s", how, r.out);
+}
+
+/* Does this kernel take process_madvise(MADV_DONTNEED) on the caller's own
+ * process (named by a pidfd: any kernel with process_madvise)? */
+static bool vec_supported(void)
+{
+	char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long fd = syscall(SYS_pidfd_open, (long)getpid(), 0L);
+	struct iovec v = { p, 4096 };
+	bool ok = p != MAP_FAILED && fd >= 0 &&
+		  syscall(SYS_process_madvise, fd, &v, 1, MADV_DONTNEED, 0) == 4096;
+	if (fd >= 0)
+		close((int)fd);
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+	return ok;
+}
+
+static void run_vec_sweep(void)
+{
+	if (!vec_supported()) {
+		fprintf(stderr, "vector sweep: not checked: this kernel does not take "
+				"process_madvise(MADV_DONTNEED) on its own process (before 6.13)\n");
+		return;
+	}
+	struct vec_run self, pidfd, refused;
+	run_vec("self", &self);
+	run_vec("pidfd", &pidfd);
+	run_vec("refused", &refused);
+	CHECK(refused.purges >= 64 && refused.vector == 0,
+	      "vector refused: the sweep purges range by range (%llu calls, %llu vector rounds)",
+	      refused.purges, refused.vector);
+	const struct vec_run *v[2] = { &self, &pidfd };
+	for (int k = 0; k < 2; k++) {
+		const char *how = k ? "PIDFD_SELF refused, a pidfd a call" : "PIDFD_SELF";
+		CHECK(v[k]->purges * 8 <= refused.purges && v[k]->vector > 0,
+		      "%s: the sweep purges in vectors: %llu calls (%llu vector rounds) against "
+		      "%llu range by range", how, v[k]->purges, v[k]->vector, refused.purges);
+		CHECK(v[k]->pages == refused.pages, "%s: the same pages purged: %llu against %llu",
+		      how, v[k]->pages, refused.pages);
+		CHECK(v[k]->fd1 == v[k]->fd0, "%s: no descriptor left open: %d before, %d after",
+		      how, v[k]->fd0, v[k]->fd1);
+	}
 }
 
 static void run_sweep_bound(void)
@@ -171,10 +291,13 @@ int main(int argc, char **argv)
 		return fill_purge_fails(strtoul(argv[2], NULL, 10));
 	if (argc == 3 && !strcmp(argv[1], "--sweep-bound"))
 		return fill_sweep_bound(strtoul(argv[2], NULL, 10));
+	if (argc == 3 && !strcmp(argv[1], "--vec"))
+		return fill_vec(argv[2]);
 	run("XPFO_OPTIONS=retain=2097152,release=mprotect,keep_empty=64", "2097152");
 	run("XPFO_OPTIONS=release=mprotect,keep_empty=64", "4194304");
 	run("XPFO_OPTIONS=keep_empty=64", "4194304");
 	run_purge_fails();
 	run_sweep_bound();
+	run_vec_sweep();
 	tu_exit();
 }

@@ -162,7 +162,7 @@ const char *tu_child_options(const char *options);
  * `count` calls of op fail with err after `skip` that succeed.  Linked test
  * builds only (the symbol is xpfo's test seam).  ops as in src/os.h: */
 enum { TU_OS_RESERVE, TU_OS_PROTECT, TU_OS_PURGE, TU_OS_MEM, TU_OS_SECRET, TU_OS_ALIAS, TU_OS_UFFD,
-       TU_OS_SANDBOX, TU_OS_EXECUTOR };
+       TU_OS_SANDBOX, TU_OS_EXECUTOR, TU_OS_SELF };
 int xpfo__test_inject(int op, int err, unsigned skip, unsigned count);
 
 /* ---- misc --------------------------------------------------------------- */

@@ -158,7 +158,12 @@ int main(int argc, char **argv)
 	 * (issue 11) are cut from whatever segment has room, so where freed runs
 	 * meet a segment's edge differs (3,927 purges of 485,589 pages unlocked,
 	 * 4,030 of 494,520 locked here; 1,502 and 1,578 in another run): purges
-	 * may differ by a seventh either way.  Purged pages may differ by an
+	 * may differ by a seventh either way; and the unlocked thread's retain
+	 * sweeps purge 64 ranges to a process_madvise call where the kernel
+	 * takes it (alloc/pages.c purge_vec), which the locked thread's
+	 * executor does range by range (21,450 calls locked against 6,372
+	 * unlocked here, 6.18), so the unlocked thread may make fewer.
+	 * Purged pages may differ by an
 	 * eighth: a locked thread keeps no freed huge block (alloc/revoke.c
 	 * huge_keeps), so it purges a few more of them (28 of 21,450 purges
 	 * here), and each is a span of up to 8 MiB with its huge-page slack
@@ -170,8 +175,9 @@ int main(int argc, char **argv)
 		   "%s differs", #f);
 	FIELDS(X)
 #undef X
-	CHECK(within(l.d.purges, u.d.purges, 7), "purges: %llu locked, %llu unlocked",
-	      (unsigned long long)l.d.purges, (unsigned long long)u.d.purges);
+	CHECK(within(l.d.purges, u.d.purges, 7) || u.d.purges < l.d.purges,
+	      "purges: %llu locked, %llu unlocked", (unsigned long long)l.d.purges,
+	      (unsigned long long)u.d.purges);
 	CHECK(within(l.d.pages_purged, u.d.pages_purged, 8),
 	      "pages_purged: %llu locked, %llu unlocked", (unsigned long long)l.d.pages_purged,
 	      (unsigned long long)u.d.pages_purged);
