@@ -98,6 +98,9 @@ struct slab {
 	uint8_t guard;        /* a guard page follows the slab */
 	uint8_t kept;         /* empty, kept on its heap's partial list (slab.c) */
 	uint8_t spare;        /* empty, abandoned, counted in spare_pages (slab.c) */
+	/* made over pages whose frames were missing (slab.c slab_new): a slot
+	 * never handed out since (its given bit clear) was never written */
+	uint8_t fresh;
 	uint64_t canary;      /* ends every slot (opt.canary); low byte zero */
 	uint64_t used[SLAB_WORDS];
 	/* bit set: the slot was handed out at least once since the slab was
@@ -251,6 +254,9 @@ struct tstate {
 	struct theap **heaps; /* by compartment id, made on first use */
 	unsigned depth;       /* xpfo_enter nesting */
 	unsigned hard;        /* slot hardening to do at malloc/free (canary, fills, checks) */
+	/* the slot slab_take returned last is a fresh slab's, never handed
+	 * out before: nothing to check in it (heap.h small_alloc) */
+	unsigned fresh_slot;
 	unsigned borrowed;    /* heap is another compartment's (xpfo_malloc_in) */
 	unsigned keyed;       /* pkeys: the current compartment was entered with its key */
 	unsigned root_denied; /* pkeys: locked (sandbox.c): key_root closed in its rights */

@@ -207,15 +207,16 @@ static void waf_scan(struct touch *x, void *p, unsigned cls, size_t user)
 __attribute__((noinline)) void slot_prepare(struct tstate *t, struct slab *s, void *p)
 {
 	size_t size = classes[s->cls].size, user = size - canary_bytes;
-	if (opt.waf_check && !opt.junk && touch_direct(t, s->owner) &&
-	    waf_clean_direct((const unsigned char *)p, user)) {
+	bool check = opt.waf_check && !t->fresh_slot;
+	if (!opt.junk && touch_direct(t, s->owner) &&
+	    (!check || waf_clean_direct((const unsigned char *)p, user))) {
 		if (canary_bytes)
 			memcpy((char *)p + user, &s->canary, canary_bytes);
 		return; /* the usual case, without struct touch */
 	}
 	struct touch x;
 	touch_begin(&x, t, s->owner, p, size);
-	if (opt.waf_check)
+	if (check)
 		waf_scan(&x, p, s->cls, user);
 	if (opt.junk)
 		touch_fill(&x, p, 0xdb, user);

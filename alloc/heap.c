@@ -91,7 +91,7 @@ static inline void *small_alloc(struct tstate *t, unsigned cls)
 	t->st.allocs[cls]++;
 	if (t->hard) {
 		size_t user = classes[cls].size - canary_bytes;
-		if (opt.waf_check && unlikely(!waf_clean_direct(p, user)))
+		if (opt.waf_check && !t->fresh_slot && unlikely(!waf_clean_direct(p, user)))
 			return small_alloc_dirty(t, s, p);
 		if (canary_bytes)
 			memcpy((char *)p + user, &s->canary, sizeof s->canary);

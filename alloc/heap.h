@@ -237,6 +237,7 @@ static inline void *slab_take_random(struct tstate *t, struct slab *s)
 			continue;
 		uint64_t rot = (f >> r) | (f << ((64 - r) & 63));
 		unsigned b = ((unsigned)__builtin_ctzll(rot) + r) & 63;
+		t->fresh_slot = s->fresh & ~(unsigned)(s->given[w] >> b) & 1;
 		bits_store(&s->used[w], s->used[w] | (1ull << b));
 		bits_store(&s->given[w], s->given[w] | (1ull << b));
 		s->nused++;
@@ -255,8 +256,10 @@ static inline __attribute__((always_inline)) void *slab_take(struct tstate *t, s
 		uint64_t u = s->used[w];
 		if (~u) {
 			unsigned b = (unsigned)__builtin_ctzll(~u);
+			uint64_t g = s->given[w];
 			bits_store(&s->used[w], u | (1ull << b));
-			bits_store(&s->given[w], s->given[w] | (1ull << b));
+			bits_store(&s->given[w], g | (1ull << b));
+			t->fresh_slot = s->fresh & ~(unsigned)(g >> b) & 1;
 			s->nused++;
 			s->cursor = w;
 			return slot_addr(s, w * 64 + b);

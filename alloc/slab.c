@@ -294,6 +294,13 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 	s->owner = h->comp->id;
 	s->guard = guard;
 	s->canary = rng_u64(&t->rng) & ~(uint64_t)0xff; /* its first byte is zero */
+	/* its pages read zero (or the fill) until the program writes a slot,
+	 * and a read of one whose frame is missing maps the zero page: the
+	 * program's first write then replaces that mapping, a TLB flush on
+	 * every CPU the process runs on.  So the write-after-free check
+	 * skips a slot never handed out (under revoke=off a free page may
+	 * have been written after its purge: checked as before) */
+	s->fresh = clean && opt.revoke != REVOKE_OFF;
 	/* slots past the end count as used, so the search never finds them */
 	for (unsigned w = k->nslots / 64; w < SLAB_WORDS; w++)
 		s->used[w] = w == k->nslots / 64 ? ~0ull << (k->nslots % 64) : ~0ull;
