@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/vm/ipi-guest.sh: the guest side of bench/vm/ipi.sh (a test for
 # tests/qemu/run.sh, run once per allocator: ALLOC=glibc, jemalloc,
-# mimalloc, mimalloc-secure, xpfo, xpfo-light, xpfo-eager).  Runs every line of
+# mimalloc, mimalloc-secure, xpfo, xpfo-light, xpfo-eager, or xpfo:OPTIONS,
+# xpfo with XPFO_OPTIONS=OPTIONS).  Runs every line of
 # /tests/files/ipi-plan ("WORKLOAD ARGS...", ipi-plan-eager for
 # xpfo-eager when present) with xb-work, the same dynamic
 # binary as on the host, through the dynamic loader copied next to it (the
@@ -28,6 +29,7 @@ mimalloc-secure) pre=$F/libmimalloc-secure.so ;;
 xpfo) pre=$F/libxpfo.so.0; opts=stats=json ;;
 xpfo-light) pre=$F/libxpfo.so.0; opts=profile=light,stats=json ;;
 xpfo-eager) pre=$F/libxpfo.so.0; opts=revoke=eager,stats=json ;;
+xpfo:*) pre=$F/libxpfo.so.0; opts=${ALLOC#xpfo:},stats=json ;;
 *) echo "ipi-guest: unknown ALLOC '${ALLOC:-}'"; exit 99 ;;
 esac
 [ -z "$pre" ] || [ -r "$pre" ] || { echo "ipi-guest: $pre is missing"; exit 99; }

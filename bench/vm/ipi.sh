@@ -14,6 +14,9 @@
 #                        [--plan-eager FILE] [--out FILE.md]
 #                        [--title TEXT]
 #
+#   --allocs  the allocators (default: every one above); xpfo:OPTIONS is
+#             xpfo with XPFO_OPTIONS=OPTIONS (the table's rows are the
+#             named ones)
 #   --kernel  boot this image (default: Debian's kernel, cached by run.sh)
 #   --runs    boots per CPU count (default 1); the table gives every run
 #   --plan    lines "WORKLOAD ARGS" for xb-work (default: the plan below)
@@ -115,7 +118,7 @@ for a in $allocs; do
 			echo "$me: mimalloc-secure left out: $(sed 's/^[^:]*: //' "$work/why")" >&2
 			continue
 		fi ;;
-	glibc|xpfo|xpfo-light|xpfo-eager) ;;
+	glibc|xpfo|xpfo-light|xpfo-eager|xpfo:*) ;;
 	*) die "unknown allocator '$a'" ;;
 	esac
 	run_allocs="$run_allocs $a"
