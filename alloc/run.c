@@ -319,6 +319,14 @@ static uintptr_t huge_get(struct tstate *t, struct xpfo_compartment *c, size_t n
 	return a;
 }
 
+/* A calloc'd run on pages whose frames are missing is faulted in whole
+ * (run_populate) up to this many pages: a table read before it is written
+ * (a hash map's buckets) maps the zero page at each first read, and the
+ * program's first write then replaces that mapping, a second fault and a
+ * TLB flush on every CPU the process runs on.  A larger one may be used
+ * sparsely: its untouched pages stay unmapped. */
+#define CALLOC_POPULATE_PAGES 64
+
 void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero, size_t written)
 {
 	struct xpfo_compartment *c = t->heap->comp;
@@ -347,6 +355,8 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero, size_t
 		memset((void *)a, 0, np << PAGE_SHIFT);
 	else if (written >= PAGE_SIZE && clean)
 		run_populate(t, c->id, a, align_up(written, PAGE_SIZE));
+	else if (zero && np <= CALLOC_POPULATE_PAGES)
+		run_populate(t, c->id, a, np << PAGE_SHIFT);
 	t->st.allocs[LARGE_CLASS]++;
 	t->st.large_live_bytes += np << PAGE_SHIFT;
 	return (void *)a;
