@@ -96,6 +96,13 @@ int meta_init(void)
 		os_unmap(base, total); /* the caller may try a smaller heap */
 		return e;
 	}
+	/* Never huge pages, whatever the system's setting (THP "always", as
+	 * Debian's kernels): these tables are read and written sparsely, and a
+	 * read of an untouched 2 MiB of them maps the huge zero page, which
+	 * the first write there splits, a TLB flush on every CPU the process
+	 * runs on (10-25 splits a run in the QEMU guest, Debian's 6.1).  A
+	 * kernel without THP refuses the advice (EINVAL): nothing to avoid. */
+	os_hugepage(base, total, false);
 	seg_table = (struct segment *)p;
 	slab_table = (struct slab *)slabs;
 	pool_base = pool_cur = pool_p;

@@ -208,7 +208,7 @@ static void huge_thp(uintptr_t a, size_t span, size_t off)
 	    backing_special(a, span << PAGE_SHIFT))
 		return;
 	/* advice: another error costs only the huge pages */
-	int e = os_hugepage((void *)a, align_up(span << PAGE_SHIFT, SEG_SIZE));
+	int e = os_hugepage((void *)a, align_up(span << PAGE_SHIFT, SEG_SIZE), true);
 	if (e == EINVAL || e == EPERM || e == ENOSYS)
 		__atomic_store_n(&thp_state, 0, __ATOMIC_RELAXED);
 }
@@ -355,7 +355,7 @@ void *large_alloc(struct tstate *t, size_t size, size_t align, bool zero, size_t
 		memset((void *)a, 0, np << PAGE_SHIFT);
 	else if (written >= PAGE_SIZE && clean)
 		run_populate(t, c->id, a, align_up(written, PAGE_SIZE));
-	else if (zero && np <= CALLOC_POPULATE_PAGES)
+	else if (zero && clean && np <= CALLOC_POPULATE_PAGES)
 		run_populate(t, c->id, a, np << PAGE_SHIFT);
 	t->st.allocs[LARGE_CLASS]++;
 	t->st.large_live_bytes += np << PAGE_SHIFT;

@@ -228,11 +228,11 @@ int os_populate(void *addr, size_t size)
 	return os_result(madvise(addr, size, OS_MADV_POPULATE_WRITE) != 0, saved);
 }
 
-int os_hugepage(void *addr, size_t size)
+int os_hugepage(void *addr, size_t size, bool huge)
 {
 	int saved = errno;
 	stat_inc(madvise_syscalls);
-	return os_result(madvise(addr, size, MADV_HUGEPAGE) != 0, saved);
+	return os_result(madvise(addr, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0, saved);
 }
 
 #define OS_MADV_GUARD_INSTALL 102 /* linux/mman.h of 6.13 */

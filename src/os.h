@@ -64,9 +64,10 @@ int os_guard(void *addr, size_t size, bool install);
 /* Fault in [addr, addr + size) for writing in one call (MADV_POPULATE_WRITE,
  * Linux 5.14): 0 or the errno. */
 int os_populate(void *addr, size_t size);
-/* MADV_HUGEPAGE: the range may be backed by transparent huge pages (only
- * flags the VMAs: no flush).  0 or the errno. */
-int os_hugepage(void *addr, size_t size);
+/* MADV_HUGEPAGE: the range may be backed by transparent huge pages; with
+ * !huge MADV_NOHUGEPAGE: never, whatever the system's setting (both only
+ * flag the VMAs: no flush).  0 or the errno. */
+int os_hugepage(void *addr, size_t size, bool huge);
 /* Install (or remove) guard markers over n <= OS_GUARD_VEC ranges in one call
  * (process_madvise on the calling thread's own address space, named by
  * PIDFD_SELF, Linux 6.15; where the kernel refuses that (EBADF), by a

@@ -19,6 +19,11 @@
  *             /proc/self/smaps_rollup).
  *   thp=0:    the same process again with thp=0: blocks start their
  *             segment (the placement above would fail there).
+ *   meta:     xpfo's metadata is never on huge pages (MADV_NOHUGEPAGE,
+ *             VmFlags "nh" in /proc/self/smaps, where the kernel has THP):
+ *             its tables are touched sparsely, and under THP "always" a
+ *             read of an untouched 2 MiB of them mapped the huge zero
+ *             page, which the next write split, a TLB flush on every CPU.
  */
 #include "testutil.h"
 
@@ -202,6 +207,36 @@ static void reuse(void)
 	      faults, 7 * MIB / 4096);
 }
 
+/* the kilobytes of this process's VMAs flagged nh (MADV_NOHUGEPAGE) */
+static long nohuge_kib(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	long kib = 0, size = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		long k;
+		if (sscanf(line, "Size: %ld kB", &k) == 1)
+			size = k;
+		else if (!strncmp(line, "VmFlags:", 8) && strstr(line, " nh"))
+			kib += size;
+	}
+	fclose(f);
+	return kib;
+}
+
+static void meta(void)
+{
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK)) {
+		printf("meta: not checked: this kernel has no transparent huge pages\n");
+		return;
+	}
+	long kib = nohuge_kib();
+	printf("meta: %ld KiB of mappings never on huge pages\n", kib);
+	CHECK(kib >= 4096, "the metadata is flagged MADV_NOHUGEPAGE: %ld KiB flagged", kib);
+}
+
 int main(int argc, char **argv)
 {
 	tu_prog = "hugethp";
@@ -221,6 +256,7 @@ int main(int argc, char **argv)
 	place();
 	contents();
 	reuse();
+	meta();
 	if (!thp_off && !tu_has_arg(argc, argv, "--child")) {
 		/* the same placement checks with thp=0, in a new process */
 		char *args[] = { argv[0], (char *)"--child", NULL };
