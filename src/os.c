@@ -261,12 +261,12 @@ int os_guard(void *addr, size_t size, bool install)
  * with EBADF). */
 static int vec_self;
 
+static __thread int os_locked; /* the sandbox's, below */
+
 /* process_madvise over the process's own pages through a pidfd opened for
  * this call: recorded as xpfo's while it is open (a lock that copies the
  * descriptor table meanwhile closes its copy), closed after it.  A locked
  * thread opens nothing (its filter refuses both calls): EPERM. */
-static __thread int os_locked; /* below: the sandbox's */
-
 static long vec_by_pidfd(const struct iovec *v, unsigned n, int advice)
 {
 	if (os_locked) {

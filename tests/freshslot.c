@@ -86,16 +86,22 @@ static int stale(void)
 	return 4;
 }
 
-static long run_fill(const char *opts, char *what)
+/* This program again with the argument `what` and XPFO_OPTIONS=opts. */
+static void run_child(char *what, const char *opts, struct tu_child *r)
 {
 	char *argv[] = { "/proc/self/exe", what, NULL };
 	char e[600];
 	snprintf(e, sizeof e, "XPFO_OPTIONS=%s", tu_child_options(opts));
 	const char *env[] = { e, NULL };
+	if (tu_run_cmd(argv, env, 60, r))
+		tu_hard_error("cannot run the child");
+}
+
+static long run_fill(const char *opts, char *what)
+{
 	struct tu_child r;
 	long f = -1;
-	if (tu_run_cmd(argv, env, 60, &r))
-		tu_hard_error("cannot run the child");
+	run_child(what, opts, &r);
 	if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0 || sscanf(r.out, "faults %ld", &f) != 1)
 		tu_hard_error("child (%s): %s; %s%s", opts, tu_status_str(r.status), r.out, r.err);
 	fprintf(stderr, "%s %s: %ld page faults\n", what, opts, f);
@@ -119,13 +125,8 @@ int main(int argc, char **argv)
 	long t = run_fill("", "--tables"), pages = TABLES * TABLE / 4096;
 	CHECK(t <= pages + pages / 8,
 	      "calloc'd tables read before written: %ld page faults for %ld pages", t, pages);
-	char *argv2[] = { "/proc/self/exe", "--stale", NULL };
-	char e2[600];
-	snprintf(e2, sizeof e2, "XPFO_OPTIONS=%s", tu_child_options("waf_check=1"));
-	const char *env2[] = { e2, NULL };
 	struct tu_child r;
-	if (tu_run_cmd(argv2, env2, 60, &r))
-		tu_hard_error("cannot run the child");
+	run_child("--stale", "waf_check=1", &r);
 	CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT &&
 		      strstr(r.err, "xpfo: fatal: write after free of "),
 	      "a slot written after its free is fatal when handed out again: %s; %s%s",
