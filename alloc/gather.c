@@ -533,12 +533,12 @@ static void orphans_count(struct orphans *o, unsigned before)
 		__atomic_sub_fetch(&orphan_runs, before - p->live, __ATOMIC_RELAXED);
 }
 
-/* What an orphan gather may hold: an eighth of a thread's batch, runs and
+/* What an orphan gather may hold: a quarter of a thread's batch, runs and
  * pages (the pages of clean spares, never written nor resident, are not
  * counted).  Its frames are what the next threads reuse, and what peak
  * RSS pays for what they do not (design.md, "Orphan gathers"). */
-#define ORPHAN_RUNS (opt.batch / 8 ? opt.batch / 8 : 1)
-#define ORPHAN_PAGES (opt.batch_pages / 8 ? opt.batch_pages / 8 : 1)
+#define ORPHAN_RUNS (opt.batch / 4 ? opt.batch / 4 : 1)
+#define ORPHAN_PAGES (opt.batch_pages / 4 ? opt.batch_pages / 4 : 1)
 
 static uint32_t orphan_weight(const struct range *r)
 {
