@@ -13,10 +13,10 @@
  * allocating 24 page runs of 16-64 KiB and freeing what its predecessor
  * left (about 1,000 pages orphaned a generation, a quarter of a batch),
  * take back three quarters of the orphaned pages at least and make at
- * most 9,000 purge calls and flush rounds together: 89% and 6,100-6,250
- * here (guard markers), 92% and 6,000 under release=mprotect.  With the
- * orphan gather bounded at an eighth of a batch, the same took back 55%
- * and 72% and made 14,200 and 12,770.
+ * most 9,000 purge calls and flush rounds together: 90% and 5,445 here
+ * (guard markers), 93% and 5,339 under release=mprotect.  With the orphan
+ * gather bounded at an eighth of a batch, the same took back 60% and 75%
+ * and made 13,684 and 13,068.
  *
  * Revocation: a 64 KiB run freed by a thread that then exits is orphaned,
  * not revoked, and xpfo_flush() (and malloc_trim) applies it: a write to
@@ -29,96 +29,89 @@
 #include <string.h>
 #include <sys/wait.h>
 
-enum { GENS = 1000, NBLK = 16, RUN = 64 << 10 };
+enum { GENS = 1000, NBLK = 16, WIDE_GENS = 300, WIDE_THREADS = 4, WIDE_BLK = 24,
+       RUN = 64 << 10 };
 
-static void *left[NBLK];
-static uint64_t seed = 0x0f7a;
+/* One thread of each generation: what it leaves its successor. */
+struct lineage {
+	void *left[WIDE_BLK];
+	int nblk;
+	uint64_t seed;
+};
+
+/* the seed of the calling thread's lineage (tu_generation's pick takes
+ * no argument) */
+static _Thread_local uint64_t *pick_seed;
 
 static size_t pick(void)
 {
-	return 4096 * (4 + tu_rand(&seed) % 13);
+	return 4096 * (4 + tu_rand(pick_seed) % 13);
 }
 
 static void *generation(void *arg)
 {
-	(void)arg;
-	tu_generation(left, NBLK, &seed, pick);
+	struct lineage *l = arg;
+	pick_seed = &l->seed;
+	tu_generation(l->left, l->nblk, &l->seed, pick);
 	return NULL;
 }
 
-static void generations(void)
+struct counts {
+	unsigned long long purges, rounds, adopted, orphaned;
+};
+
+/* gens generations of nthreads threads each (at most WIDE_THREADS), every
+ * thread allocating nblk runs; their counts, printed. */
+static struct counts generations(int gens, int nthreads, int nblk)
 {
+	struct lineage l[WIDE_THREADS] = { 0 };
 	struct xpfo_stats s0, s1;
-	xpfo_stats_get(&s0, sizeof s0);
-	for (int g = 0; g < GENS; g++) {
-		pthread_t t;
-		if (pthread_create(&t, NULL, generation, NULL))
-			tu_hard_error("pthread_create failed");
-		pthread_join(t, NULL);
-	}
-	xpfo_stats_get(&s1, sizeof s1);
-	unsigned long long purges = s1.purges - s0.purges,
-			   rounds = s1.flush_rounds - s0.flush_rounds,
-			   adopted = s1.pages_adopted - s0.pages_adopted,
-			   orphaned = s1.pages_orphaned - s0.pages_orphaned;
-	printf("%d generations: %llu purge calls, %llu flush rounds, %llu pages orphaned, "
-	       "%llu taken back\n", GENS, purges, rounds, orphaned, adopted);
-	CHECK(purges <= 6000, "%d generations made %llu purge calls, want <= 6,000", GENS, purges);
-	CHECK(rounds <= 2000, "%d generations made %llu flush rounds, want <= 2,000", GENS, rounds);
-	CHECK(adopted >= orphaned / 4 && adopted > 0,
-	      "%llu of %llu orphaned pages taken back, want a quarter at least", adopted, orphaned);
-	for (int i = 0; i < NBLK; i++) {
-		xpfo_free(left[i]);
-		left[i] = NULL;
-	}
-}
-
-enum { WIDE_GENS = 300, WIDE_THREADS = 4, WIDE_BLK = 24 };
-
-static void *wide_left[WIDE_THREADS][WIDE_BLK];
-static uint64_t wide_seed[WIDE_THREADS];
-
-static void *wide_generation(void *arg)
-{
-	int k = (int)(intptr_t)arg;
-	tu_generation(wide_left[k], WIDE_BLK, &wide_seed[k], pick);
-	return NULL;
-}
-
-static void wide(void)
-{
-	struct xpfo_stats s0, s1;
+	for (int k = 0; k < nthreads; k++)
+		l[k] = (struct lineage){ .nblk = nblk, .seed = 0x0f7a + (uint64_t)k };
 	xpfo_flush();
 	xpfo_stats_get(&s0, sizeof s0);
-	for (int g = 0; g < WIDE_GENS; g++) {
+	for (int g = 0; g < gens; g++) {
 		pthread_t t[WIDE_THREADS];
-		for (int k = 0; k < WIDE_THREADS; k++) {
-			wide_seed[k] += (uint64_t)k + 1;
-			if (pthread_create(&t[k], NULL, wide_generation, (void *)(intptr_t)k))
+		for (int k = 0; k < nthreads; k++)
+			if (pthread_create(&t[k], NULL, generation, &l[k]))
 				tu_hard_error("pthread_create failed");
-		}
-		for (int k = 0; k < WIDE_THREADS; k++)
+		for (int k = 0; k < nthreads; k++)
 			pthread_join(t[k], NULL);
 	}
 	xpfo_stats_get(&s1, sizeof s1);
-	unsigned long long purges = s1.purges - s0.purges,
-			   rounds = s1.flush_rounds - s0.flush_rounds,
-			   adopted = s1.pages_adopted - s0.pages_adopted,
-			   orphaned = s1.pages_orphaned - s0.pages_orphaned;
-	printf("%d generations of %d threads: %llu purge calls, %llu flush rounds, %llu pages "
-	       "orphaned, %llu taken back\n", WIDE_GENS, WIDE_THREADS, purges, rounds, orphaned,
-	       adopted);
-	CHECK(purges + rounds <= 9000,
+	struct counts c = { s1.purges - s0.purges, s1.flush_rounds - s0.flush_rounds,
+			    s1.pages_adopted - s0.pages_adopted,
+			    s1.pages_orphaned - s0.pages_orphaned };
+	printf("%d generations of %d thread(s): %llu purge calls, %llu flush rounds, %llu pages "
+	       "orphaned, %llu taken back\n", gens, nthreads, c.purges, c.rounds, c.orphaned,
+	       c.adopted);
+	for (int k = 0; k < nthreads; k++)
+		for (int i = 0; i < nblk; i++)
+			xpfo_free(l[k].left[i]);
+	return c;
+}
+
+static void one_by_one(void)
+{
+	struct counts c = generations(GENS, 1, NBLK);
+	CHECK(c.purges <= 6000, "%d generations made %llu purge calls, want <= 6,000", GENS,
+	      c.purges);
+	CHECK(c.rounds <= 2000, "%d generations made %llu flush rounds, want <= 2,000", GENS,
+	      c.rounds);
+	CHECK(c.adopted >= c.orphaned / 4 && c.adopted > 0,
+	      "%llu of %llu orphaned pages taken back, want a quarter at least", c.adopted,
+	      c.orphaned);
+}
+
+static void four_at_a_time(void)
+{
+	struct counts c = generations(WIDE_GENS, WIDE_THREADS, WIDE_BLK);
+	CHECK(c.purges + c.rounds <= 9000,
 	      "%d generations of %d threads made %llu purge calls and flush rounds, want <= 9,000",
-	      WIDE_GENS, WIDE_THREADS, purges + rounds);
-	CHECK(adopted >= orphaned / 4 * 3 && adopted > 0,
-	      "%llu of %llu orphaned pages taken back, want three quarters at least", adopted,
-	      orphaned);
-	for (int k = 0; k < WIDE_THREADS; k++)
-		for (int i = 0; i < WIDE_BLK; i++) {
-			xpfo_free(wide_left[k][i]);
-			wide_left[k][i] = NULL;
-		}
+	      WIDE_GENS, WIDE_THREADS, c.purges + c.rounds);
+	CHECK(c.adopted >= c.orphaned / 4 * 3 && c.adopted > 0,
+	      "%llu of %llu orphaned pages taken back, want three quarters at least", c.adopted,
+	      c.orphaned);
 }
 
 static char *freed;
@@ -171,8 +164,8 @@ int main(void)
 {
 	tu_prog = "orphan";
 	tu_xpfo_init(1);
-	generations();
-	wide();
+	one_by_one();
+	four_at_a_time();
 	uaf("flush");
 #if XPFO_OVERRIDE
 	uaf("malloc_trim");
