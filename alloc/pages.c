@@ -155,8 +155,12 @@ static size_t segs_find(size_t from, size_t n, size_t align, unsigned tag, bool 
 			i = j + (j == i); /* j == i: an unseen one */
 			continue;
 		}
+		/* a descriptor never written has no tag, and is not read: a
+		 * read would map the zero page there, and segs_take's write
+		 * replace it, a TLB flush on every CPU the process runs on */
 		if (seen ? seg_table[i].tag == tag
-			 : !tag || !seg_table[i].tag || seg_table[i].tag == tag)
+			 : !tag || !bit_get(seg_seen_map, i) || !seg_table[i].tag ||
+				   seg_table[i].tag == tag)
 			return i;
 		i++;
 	}
