@@ -116,7 +116,8 @@ bench-vm-counts: bench/xb-vm-counts$(EXEEXT)
 EXTRA_PROGRAMS += bench/xb-vm-ipi
 bench_xb_vm_ipi_SOURCES = bench/vm/ipi.c
 bench_xb_vm_ipi_LDFLAGS = -all-static
-EXTRA_DIST += bench/vm/ipi.sh bench/vm/ipi-guest.sh bench/vm/ipi-report.py
+EXTRA_DIST += bench/vm/ipi.sh bench/vm/ipi-guest.sh bench/vm/ipi-report.py \
+	bench/vm/ipi-trace.py
 bench-vm-ipi: libxpfo.la bench/xb-work$(EXEEXT) bench/xb-vm-ipi$(EXEEXT) bench-baselines-try
 	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) $(SHELL) \
 		$(top_srcdir)/bench/vm/ipi.sh $(BENCH_VM_IPI_ARGS)

@@ -18,6 +18,14 @@
 # thp_fault_alloc and thp_split_pmd of /proc/vmstat across the run, for
 # every allocator: a huge page split under a protection change is a
 # flush too.)  Exit 1 when a run failed.
+# With TRACE=1 (ipi.sh --trace), each run is also traced: every call of
+# smp_call_function_many_cond (the sender of a TLB shootdown, or of any
+# other function-call IPI) with its kernel stack, and every write fault
+# on a present page (error code 7: a copy-on-write, as of the zero page)
+# with its address and instruction pointer; the process's maps are read
+# from a second run of the same line beside it (address randomization
+# off, so both have one layout).  Printed as lines "TRACE ..." and
+# "MAPS ..." for bench/vm/ipi-trace.py.
 F=/tests/files
 ld=$F/ld-linux-x86-64.so.2
 opts=
@@ -38,13 +46,52 @@ plan=$F/ipi-plan
 [ "$ALLOC" != xpfo-eager ] || [ ! -r $F/ipi-plan-eager ] || plan=$F/ipi-plan-eager
 # vmstat KEY: the guest's counter KEY of /proc/vmstat (0 when absent)
 vmstat() { awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }' /proc/vmstat; }
+T=/sys/kernel/tracing
+# trace_on: set the tracer up (once)
+trace_on() {
+	echo 0 >/proc/sys/kernel/randomize_va_space
+	mount -t tracefs nodev $T 2>/dev/null
+	[ -w $T/set_ftrace_filter ] || { echo "ipi-guest: no tracefs"; exit 99; }
+	echo 0 >$T/tracing_on
+	echo 4096 >$T/buffer_size_kb
+	echo smp_call_function_many_cond >$T/set_ftrace_filter
+	echo function >$T/current_tracer
+	echo 1 >$T/options/func_stack_trace
+	echo 'error_code == 7' >$T/events/exceptions/page_fault_user/filter
+	echo 1 >$T/events/exceptions/page_fault_user/enable
+}
+# trace_maps WORK ARGS: the maps of a run of the line, read while it runs
+trace_maps() {
+	LD_PRELOAD=$pre XPFO_OPTIONS=$opts "$ld" --library-path "$F" "$F/xb-work" "$@" \
+		</dev/null >/dev/null 2>&1 &
+	p=$! n=0
+	while [ $n -lt 200 ] && ! grep -q 'libc\.so' /proc/$p/maps 2>/dev/null; do
+		sleep 0.01
+		n=$((n + 1))
+	done
+	sleep 0.05
+	sed "s/^/MAPS alloc=$ALLOC work=$1 /" /proc/$p/maps 2>/dev/null
+	kill $p 2>/dev/null
+	wait $p 2>/dev/null
+}
+[ "${TRACE:-}" != 1 ] || trace_on
 rc=0
 while read -r work args; do
 	tf0=$(vmstat thp_fault_alloc) ts0=$(vmstat thp_split_pmd)
 	[ -n "$work" ] || continue
+	if [ "${TRACE:-}" = 1 ]; then
+		# $args: split at spaces on purpose
+		trace_maps "$work" $args
+		echo >$T/trace
+		echo 1 >$T/tracing_on
+	fi
 	# $args: split at spaces on purpose
 	LD_PRELOAD=$pre XPFO_OPTIONS=$opts xb-vm-ipi "$ld" --library-path "$F" \
 		"$F/xb-work" "$work" $args </dev/null >/tmp/ipi.out 2>&1
+	if [ "${TRACE:-}" = 1 ]; then
+		echo 0 >$T/tracing_on
+		grep -v '^#' $T/trace | sed "s/^/TRACE alloc=$ALLOC work=$work /"
+	fi
 	tf=$(($(vmstat thp_fault_alloc) - tf0)) ts=$(($(vmstat thp_split_pmd) - ts0))
 	c=$(sed -n 's/^xb-vm-ipi: //p' /tmp/ipi.out)
 	# operations: xb-work's ops (larson, crossmix), else its objects

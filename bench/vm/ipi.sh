@@ -12,7 +12,7 @@
 # Usage: bench/vm/ipi.sh [--smp "2 4 8"] [--kernel PATH] [--runs N]
 #                        [--allocs "glibc ..."] [--plan FILE]
 #                        [--plan-eager FILE] [--out FILE.md]
-#                        [--title TEXT]
+#                        [--title TEXT] [--trace FILE.md]
 #
 #   --allocs  the allocators (default: every one above); xpfo:OPTIONS is
 #             xpfo with XPFO_OPTIONS=OPTIONS (the table's rows are the
@@ -25,6 +25,12 @@
 #   --out     the Markdown table; FILE.dat (raw lines) and FILE.png (the
 #             plot, by gnuplot) are written next to it
 #             (default $top_builddir/bench/results/vm-ipi.md)
+#   --trace   also trace every run (ipi-guest.sh TRACE=1): who sent the
+#             function-call IPIs, by kernel path, and for a flush in a
+#             page fault the instruction that wrote and where
+#             (bench/vm/ipi-trace.py), one section per boot in FILE.md;
+#             tracing adds its own cost, so the counts of a traced boot
+#             are not comparable with an untraced one's
 # Timings under TCG mean nothing, and the host's load does not change the
 # counts; only the counts are reported.
 set -eu
@@ -41,6 +47,7 @@ plan=
 plan_eager=
 out=$top_builddir/bench/results/vm-ipi.md
 title=
+trace=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -51,6 +58,7 @@ while [ $# -gt 0 ]; do
 	--allocs) allocs=$2; allocs_given=1 ;; --plan) plan=$2 ;; --plan-eager) plan_eager=$2 ;;
 	--out) out=$2 ;;
 	--title) title=$2 ;;
+	--trace) trace=$2 ;;
 	*) die "unknown argument: $1 (see --help)" ;;
 	esac
 	shift 2
@@ -142,6 +150,7 @@ set --
 for f in $files xb-work xb-vm-ipi ipi-plan; do set -- "$@" --file "$work/$f"; done
 for a in $allocs; do set -- "$@" --variant "ALLOC=$a"; done
 [ -z "$kernel" ] || set -- "$@" --kernel "$kernel"
+[ -z "$trace" ] || { set -- "$@" --env TRACE=1; : >"$trace"; }
 
 mkdir -p "$(dirname "$out")"
 dat=${out%.md}.dat
@@ -163,6 +172,8 @@ for n in $smps; do
 		fi
 		sed -n "s/^# ipi-guest\.sh\[[^]]*\]: IPI /smp=$n run=$r /p" "$work/run.txt" >>"$dat.tmp"
 		echo "# smp=$n run=$r guest: $guest" >>"$dat.tmp"
+		[ -z "$trace" ] || python3 "$top_srcdir/bench/vm/ipi-trace.py" --lib "$xlib" \
+			--title "$n CPUs, run $r ($guest)" "$work/run.txt" >>"$trace"
 		r=$((r + 1))
 	done
 done
