@@ -20,7 +20,9 @@
 # flush too.)  Exit 1 when a run failed.
 # With TRACE=1 (ipi.sh --trace), each run is also traced: every call of
 # smp_call_function_many_cond (the sender of a TLB shootdown, or of any
-# other function-call IPI) with its kernel stack, and every write fault
+# other function-call IPI to several CPUs), generic_exec_single (to one)
+# and __smp_call_single_queue (a remote wakeup queued, whose IPI is
+# counted as CAL as well) with its kernel stack, and every write fault
 # on a present page (error code 7: a copy-on-write, as of the zero page)
 # with its address and instruction pointer; the process's maps are read
 # from a second run of the same line beside it (address randomization
@@ -54,7 +56,11 @@ trace_on() {
 	[ -w $T/set_ftrace_filter ] || { echo "ipi-guest: no tracefs"; exit 99; }
 	echo 0 >$T/tracing_on
 	echo 4096 >$T/buffer_size_kb
-	echo smp_call_function_many_cond >$T/set_ftrace_filter
+	# the senders of function-call IPIs: to several CPUs (TLB shootdowns
+	# among them), to one, and the queueing of a remote wakeup (the
+	# scheduler's, which /proc/interrupts counts as CAL too)
+	echo 'smp_call_function_many_cond generic_exec_single __smp_call_single_queue' \
+		>$T/set_ftrace_filter
 	echo function >$T/current_tracer
 	echo 1 >$T/options/func_stack_trace
 	echo 'error_code == 7' >$T/events/exceptions/page_fault_user/filter

@@ -5,11 +5,14 @@
 
 Reads the output of tests/qemu/run.sh running bench/vm/ipi-guest.sh with
 TRACE=1 (bench/vm/ipi.sh --trace): its "TRACE" lines (the calls of
-smp_call_function_many_cond with their kernel stacks, and the write faults
-on present pages) and its "MAPS" lines.  For each allocator and workload,
+senders of function-call IPIs with their kernel stacks, and the write
+faults on present pages) and its "MAPS" lines.  For each allocator and workload,
 a Markdown table of the calls the workload's process made, grouped by
-what sent them: the kernel path after flush_tlb_mm_range (or after
-on_each_cpu_cond_mask for other IPIs) and the system call it served, and
+what sent them: the sender (smp_call_function_many_cond: to several
+CPUs, TLB shootdowns among them; generic_exec_single: to one;
+__smp_call_single_queue: a remote wakeup or other single-CPU call, an IPI
+when the queue was empty), the kernel path below it and the system call
+it served, and
 for a flush in a page fault, the instruction that wrote (a function of
 libxpfo's, resolved with addr2line from LIB, or a library and offset) and
 the mapping it wrote to.  A call interrupts every other CPU the process
@@ -25,7 +28,9 @@ LINE = re.compile(r"^# [^:]*\]: (TRACE|MAPS) alloc=(\S+) work=(\S+) (.*)$")
 EVENT = re.compile(r"^\s*(.+?)-(\d+)\s+\[\d+\]\s+\S+\s+[\d.]+: (.*)$")
 FAULT = re.compile(r"page_fault_user: address=(0x[0-9a-f]+) ip=(0x[0-9a-f]+) error_code=(0x[0-9a-f]+)")
 # frames that say nothing about the cause
+SENDERS = ("smp_call_function_many_cond", "generic_exec_single", "__smp_call_single_queue")
 GENERIC = {"smp_call_function_many_cond", "on_each_cpu_cond_mask", "flush_tlb_mm_range",
+           "generic_exec_single", "__smp_call_single_queue", "smp_call_function_single",
            "native_flush_tlb_multi", "flush_tlb_multi", "do_syscall_64",
            "entry_SYSCALL_64_after_hwframe", "asm_exc_page_fault", "exc_page_fault",
            "handle_mm_fault", "__handle_mm_fault"}
@@ -120,8 +125,9 @@ def analyse(run, lib, cache):
         if f:
             last_fault[pid] = (int(f.group(1), 16), int(f.group(2), 16))
             continue
-        if not what.startswith("smp_call_function_many_cond"):
+        if not what.startswith(SENDERS):
             continue
+        sender = what.split()[0]
         stack = []
         while i < len(lines) and ("<stack trace>" in lines[i] or lines[i].lstrip().startswith("=>")):
             if "=>" in lines[i]:
@@ -129,7 +135,7 @@ def analyse(run, lib, cache):
             i += 1
         if not comm.startswith("ld-linux"):  # not the workload's process
             continue
-        c = cause(stack)
+        c = "%s: %s" % (sender, cause(stack))
         where = ""
         if "do_user_addr_fault" in stack and pid in last_fault:
             addr, ip = last_fault[pid]
