@@ -56,6 +56,7 @@ EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/flush-mechanisms.md bench/results/remap.md \
 	bench/results/vm-after.md bench/results/vm-after.png \
 	bench/results/vm-after2.md bench/results/vm-after2.png \
+	bench/results/vm-after3.md bench/results/vm-after3.png \
 	bench/results/issue37-after-quick.md \
 	bench/results/issue37-thp-quick.md
 
