@@ -23,7 +23,7 @@
  * more faults than their 1,024 pages (before: 2,048).
  * And in xpfo's own metadata: the search for unused segments read the
  * tag of descriptors never written.  64 blocks of a segment each, never
- * touched, must take at most 2.25 faults a block (130 here; 197 when the
+ * touched, must take at most 2.25 faults a block (131 here; 197 when the
  * search read them). */
 #include "testutil.h"
 
