@@ -58,7 +58,7 @@ EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/vm-after2.md bench/results/vm-after2.png \
 	bench/results/vm-after3.md bench/results/vm-after3.png \
 	bench/results/issue37-after-quick.md \
-	bench/results/issue37-thp-quick.md
+	bench/results/issue37-thp-quick.md bench/results/issue37-full.md
 
 PYTHON3 = python3
 BENCH_RUN = $(PYTHON3) $(abs_top_srcdir)/bench/run.py \
