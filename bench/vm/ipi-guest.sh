@@ -83,14 +83,15 @@ trace_maps() {
 [ "${TRACE:-}" != 1 ] || trace_on
 rc=0
 while read -r work args; do
-	tf0=$(vmstat thp_fault_alloc) ts0=$(vmstat thp_split_pmd)
 	[ -n "$work" ] || continue
 	if [ "${TRACE:-}" = 1 ]; then
-		# $args: split at spaces on purpose
+		# $args: split at spaces on purpose; before the counters are read,
+		# so that this run is not in them
 		trace_maps "$work" $args
 		echo >$T/trace
 		echo 1 >$T/tracing_on
 	fi
+	tf0=$(vmstat thp_fault_alloc) ts0=$(vmstat thp_split_pmd)
 	# $args: split at spaces on purpose
 	LD_PRELOAD=$pre XPFO_OPTIONS=$opts xb-vm-ipi "$ld" --library-path "$F" \
 		"$F/xb-work" "$work" $args </dev/null >/tmp/ipi.out 2>&1
