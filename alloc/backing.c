@@ -66,6 +66,12 @@ int backing_purge_vec(const uintptr_t *a, const size_t *len, unsigned n, size_t 
 	return e;
 }
 
+bool backing_purge_vec_batched(void)
+{
+	return !tl_sandbox_locked && __atomic_load_n(&purge_vec_state, __ATOMIC_RELAXED) &&
+	       os_purge_vec_one_flush();
+}
+
 int backing_transfer(struct xpfo_compartment *from, struct xpfo_compartment *to, uintptr_t a,
 		     size_t len, bool readable, enum os_prot prot, int key)
 {

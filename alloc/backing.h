@@ -44,6 +44,9 @@ int backing_purge(uintptr_t a, size_t len);
  * range, a locked thread, an injected purge failure, or a kernel that
  * refused the call before: EINVAL before 6.13, or no pidfd). */
 int backing_purge_vec(const uintptr_t *a, const size_t *len, unsigned n, size_t *done);
+/* Would such a call be tried, and flush the TLBs once for all its ranges
+ * (os_purge_vec_one_flush), not refused before? */
+bool backing_purge_vec_batched(void);
 /* transfer hook: the in-place fresh copy of a run whose old or new owner
  * is secret or which has an alias; -1: nothing special, use os_fresh_copy. */
 int backing_transfer(struct xpfo_compartment *from, struct xpfo_compartment *to, uintptr_t a,

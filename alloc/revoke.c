@@ -41,6 +41,9 @@
 #include <errno.h>
 
 static void quarantine(struct range *r);
+static int span_close(struct range *r, unsigned i, unsigned j, size_t len, enum os_takes takes,
+		      bool *done);
+static int span_failed(struct range *r, unsigned i, unsigned j, size_t len, int e, bool *done);
 
 /* Does r[i..j) hold a run that was not its segment's carver's (it was
  * transferred)?  Such a run changes owner when it is revoked: it leaves
@@ -471,25 +474,45 @@ static int span_revoke(struct range *r, unsigned i, unsigned j, size_t purge_min
 		return e;
 	if (!e)
 		return 0;
-	if (e < 0) {
-		e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked(), OS_TAKES_AWAY);
-		stat_inc(revoke_syscalls);
-	}
-	if (e == ENOMEM) {
-		vma_check(true);
-		if ((uffd_degrade_on() && release_watched(r, i, j, len)) ||
-		    release_unprotected(r[i].addr, len))
-			return 0;
-	}
-	if (e) {
-		for (unsigned k = i; k < j; k++)
-			quarantine(&r[k]);
-		policy_failed("revoke", e, r[i].addr, len >> PAGE_SHIFT);
-		return e;
-	}
+	if (e < 0)
+		return span_close(r, i, j, len, OS_TAKES_AWAY, done);
+	return span_failed(r, i, j, len, e, done);
+}
+
+/* Close the span r[i..j) with mprotect (pkey_mprotect to the revoked
+ * key); `takes` says whether any of its pages can be present (none when
+ * its frames went just before: no flush round).  0, *done false (it is
+ * revoked, not yet released), or as span_failed. */
+static int span_close(struct range *r, unsigned i, unsigned j, size_t len, enum os_takes takes,
+		      bool *done)
+{
+	int e = os_protect_key((void *)r[i].addr, len, OS_NONE, key_revoked(), takes);
+	stat_inc(revoke_syscalls);
+	if (e)
+		return span_failed(r, i, j, len, e, done);
 	stat_add(pages_revoked, len >> PAGE_SHIFT);
 	*done = false;
 	return 0;
+}
+
+/* The span r[i..j) could not be closed (errno e): past the VMA budget
+ * (ENOMEM) its frames are released instead, watched where the
+ * userfaultfd can (0, *done true); else its runs are quarantined (e). */
+static int span_failed(struct range *r, unsigned i, unsigned j, size_t len, int e, bool *done)
+{
+	if (e == ENOMEM) {
+		vma_check(true);
+		if ((uffd_degrade_on() && release_watched(r, i, j, len)) ||
+		    release_unprotected(r[i].addr, len)) {
+			*done = true;
+			return 0;
+		}
+	}
+	for (unsigned k = i; k < j; k++)
+		quarantine(&r[k]);
+	policy_failed("revoke", e, r[i].addr, len >> PAGE_SHIFT);
+	*done = true;
+	return e;
 }
 
 /* One span on its own: revoked (or released), then purged if due. */
@@ -562,6 +585,65 @@ static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min
 	b->n = 0;
 }
 
+/* Spans that mprotect would revoke a flush round each (no guard markers
+ * for them: Linux 6.12, another compartment's, root closed), or a remap
+ * would, where one process_madvise(MADV_DONTNEED) flushes once for all its
+ * ranges (Linux 6.16 and later, 6.12 with kernel/'s series): their frames
+ * go first, 64 spans to a call, and each is then closed with nothing
+ * present (mprotect changes no entry: no flush).  A flush round a batch
+ * where there was one a span (prodcons in the QEMU guest, kernel/'s 6.12:
+ * 395-484 revoking pkey_mprotect calls a run, a shootdown each).  Their
+ * frames go as markers' do, so the pages come back zero (clean).  Not
+ * under release=mprotect (the frames stay there, as asked), nor for what
+ * the purge vector does not take (secret or aliased pages, huge blocks,
+ * a locked thread), nor once the userfaultfd watches the heap.  In
+ * between the owner's pages read zero, never their old bytes; an access
+ * then maps a page the close flushes as usual. */
+static bool span_zappable(const struct range *r, unsigned i, unsigned j, enum revoke_how how)
+{
+	if ((how != HOW_PROTECT && how != HOW_REMAP) || opt.release != RELEASE_AUTO ||
+	    uffd_filling() || !backing_purge_vec_batched())
+		return false;
+	for (unsigned k = i; k < j; k++)
+		if (r[k].kind != RK_RUN)
+			return false;
+	return !backing_special(r[i].addr, range_end(&r[j - 1]) - r[i].addr);
+}
+
+/* Release the batch's frames in one call, then close each span; the
+ * spans the call did not cover go the usual way. */
+static void zap_apply(struct range *r, struct guard_batch *b, size_t purge_min, int *err)
+{
+	uintptr_t addr[OS_GUARD_VEC];
+	size_t len[OS_GUARD_VEC], done = 0;
+	for (unsigned k = 0; k < b->n; k++) {
+		addr[k] = r[b->i[k]].addr;
+		len[k] = range_end(&r[b->j[k] - 1]) - addr[k];
+	}
+	if (b->n > 1 && !backing_purge_vec(addr, len, b->n, &done) && done)
+		stat_inc(purges);
+	for (unsigned k = 0; k < b->n; k++) {
+		unsigned i = b->i[k], j = b->j[k];
+		if (done >= len[k]) {
+			done -= len[k];
+			bool released;
+			int e = span_close(r, i, j, len[k], OS_TAKES_NOTHING, &released);
+			if (e)
+				*err = e;
+			if (e || released)
+				continue;
+			stat_inc(spans_zapped);
+			stat_add(pages_purged, len[k] >> PAGE_SHIFT);
+			for (unsigned m = i; m < j; m++)
+				r[m].purged = 1;
+		} else {
+			done = 0;
+			span_apply(r, i, j, purge_min, err);
+		}
+	}
+	b->n = 0;
+}
+
 /* A freed huge block whose segments go straight back to the pool: they
  * are mapped afresh there (pages.c segs_release), one call that takes
  * access and frames away together, so it is not protected first (two
@@ -599,8 +681,8 @@ static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 			    __atomic_load_n(&g_stats.huge_kept_pages, __ATOMIC_RELAXED);
 	size_t purge_min = (retained + pages) << PAGE_SHIFT > opt.retain ? opt.purge : PURGE_ALWAYS;
 	int err = 0;
-	struct guard_batch b;
-	b.n = 0;
+	struct guard_batch b, z;
+	b.n = z.n = 0;
 	for (unsigned i = 0; i < n;) {
 		if (huge_keeps(r, i))
 			r[i].flags |= RF_KEEP;
@@ -613,11 +695,17 @@ static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 		unsigned j = i + 1;
 		while (j < n && r[j].addr == range_end(&r[j - 1]) && !remap_only(&r[j]))
 			j++;
-		if (span_how(r, i, j, HOW_WATCHED, purge_min) == HOW_MARKS_BATCH) {
+		enum revoke_how how = span_how(r, i, j, HOW_WATCHED, purge_min);
+		if (how == HOW_MARKS_BATCH) {
 			b.i[b.n] = (uint16_t)i;
 			b.j[b.n++] = (uint16_t)j;
 			if (b.n == OS_GUARD_VEC)
 				batch_apply(r, &b, purge_min, &err);
+		} else if (span_zappable(r, i, j, how)) {
+			z.i[z.n] = (uint16_t)i;
+			z.j[z.n++] = (uint16_t)j;
+			if (z.n == OS_GUARD_VEC)
+				zap_apply(r, &z, purge_min, &err);
 		} else {
 			span_apply(r, i, j, purge_min, &err);
 		}
@@ -625,6 +713,8 @@ static int gather_protect(struct range *r, unsigned n, uint64_t pages)
 	}
 	if (b.n)
 		batch_apply(r, &b, purge_min, &err);
+	if (z.n)
+		zap_apply(r, &z, purge_min, &err);
 	return err;
 }
 

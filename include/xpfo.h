@@ -315,7 +315,8 @@ struct xpfo_stats {
 	uint64_t flush_rounds_vector;   /* process_madvise over several ranges: guard markers
 					   a round a range; MADV_DONTNEED a round a call where
 					   the kernel gathers the ranges' flushes into one
-					   (Linux 6.16 and later), a round a range before */
+					   (Linux 6.16 and later, 6.12 with kernel/'s
+					   series), a round a range before */
 	uint64_t flush_rounds_unmap;    /* munmap, a mapping replaced or moved (mmap
 					   MAP_FIXED, mremap), a shared file truncated or
 					   punched */
@@ -329,6 +330,10 @@ struct xpfo_stats {
 					   one call, where mprotect and the purge after it
 					   make two); each counted in revoke_syscalls and
 					   flush_rounds_unmap too */
+	uint64_t spans_zapped;          /* spans whose frames went with others' in one
+					   process_madvise(MADV_DONTNEED) where the kernel
+					   flushes once a call, then closed by mprotect with
+					   nothing present (no flush): a round a batch */
 };
 
 /* Fill *out (size = sizeof *out, so older callers keep working).  Returns 0,

@@ -347,9 +347,11 @@ static void vec_rounds(const size_t *len, unsigned n, size_t done)
 
 /* Whether the running kernel zaps all the ranges of one
  * process_madvise(MADV_DONTNEED) under one mmu_gather, one TLB flush for
- * the call: Linux 6.16 and later.  Before, each range is zapped and
- * flushed on its own.  Read once from uname; unknown counts as per range
- * (the upper bound). */
+ * the call: Linux 6.16 and later, and 6.12 where the call works at all
+ * (mainline's 6.12 refuses the advice on the caller's own process, EINVAL:
+ * kernel/'s series is what takes it, and its next patch gathers the
+ * flushes).  Elsewhere each range is zapped and flushed on its own.  Read
+ * once from uname; unknown counts as per range (the upper bound). */
 static bool vec_purge_batched(void)
 {
 	static int known; /* 0 not read, 1 batched, 2 per range */
@@ -359,7 +361,7 @@ static bool vec_purge_batched(void)
 		unsigned major = 0, minor = 0;
 		int saved = errno;
 		if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2)
-			k = major > 6 || (major == 6 && minor >= 16) ? 1 : 2;
+			k = major > 6 || (major == 6 && (minor >= 16 || minor == 12)) ? 1 : 2;
 		else
 			k = 2;
 		errno = saved;
@@ -391,6 +393,11 @@ int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool inst
 /* MADV_DONTNEED over the ranges of one call: one flush for all of them
  * where the kernel gathers them (vec_purge_batched), one round; elsewhere
  * a round a range it reached. */
+bool os_purge_vec_one_flush(void)
+{
+	return vec_purge_batched();
+}
+
 int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *done)
 {
 	*done = 0;

@@ -83,15 +83,19 @@ int os_hugepage(void *addr, size_t size, bool huge);
 int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool install,
 		 enum os_takes takes, size_t *done);
 /* Release the frames of n <= OS_GUARD_VEC ranges in one call (MADV_DONTNEED
- * through process_madvise, as os_guard_vec): Linux 6.16 and later flush
- * the TLBs once for all of them (counted one round; before, a round a
- * range; kernel/'s 6.12 series does the same, counted as before), where
+ * through process_madvise, as os_guard_vec): Linux 6.16 and later, and
+ * 6.12 with kernel/'s series, flush the TLBs once for all of them (counted
+ * one round; before, a round a range), where
  * installing markers over populated ranges flushes once a range.  Linux
  * 6.13 and later take the advice on the caller's own process (6.12 with
  * kernel/'s series), older ones answer EINVAL.  0 or the errno, *done the
  * bytes released (in order: the rest untouched); ECANCELED: an active
  * OS_OP_PURGE injection, no call made. */
 int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *done);
+/* Does a successful os_purge_vec flush the TLBs once for the whole call
+ * here (the kernel's version says so; on 6.12 the call succeeds only with
+ * kernel/'s series)? */
+bool os_purge_vec_one_flush(void);
 /* Replace [addr, addr+size) by a fresh anonymous mapping with prot: new
  * frames (zero), and one VMA where protection changes had split it. */
 int os_remap(void *addr, size_t size, enum os_prot prot);

@@ -23,7 +23,7 @@
 	X(pages_shed) X(flush_rounds) X(flush_rounds_shared) \
 	X(flush_rounds_protect) X(flush_rounds_purge) X(flush_rounds_guard) \
 	X(flush_rounds_vector) X(flush_rounds_unmap) \
-	X(pages_orphaned) X(pages_adopted) X(spans_remapped)
+	X(pages_orphaned) X(pages_adopted) X(spans_remapped) X(spans_zapped)
 
 /* Gauges (current values) with a peak where one is kept. */
 #define XPFO_GLOBAL_GAUGES(X)                                              \
@@ -61,7 +61,7 @@
 	N(pages_shed) T(flush_rounds) T(flush_rounds_shared) \
 	T(flush_rounds_protect) T(flush_rounds_purge) T(flush_rounds_guard) \
 	T(flush_rounds_vector) T(flush_rounds_unmap) N(pages_orphaned) N(pages_adopted)  \
-	N(spans_remapped)
+	N(spans_remapped) N(spans_zapped)
 
 struct stats_global {
 #define X(n) uint64_t n;

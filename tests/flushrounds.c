@@ -20,9 +20,23 @@
  * all its ranges (a kernel before zaps and flushes them one by one: a round
  * a span more).  Elsewhere (mprotect) one round a span at most.
  *
+ * Zapped batches: the same 32 spans inside a compartment, whose spans get
+ * no guard markers (those are for root's): where one process_madvise releases
+ * frames with one flush for all its ranges (Linux 6.16 and later), their
+ * frames go in one call and mprotect then closes each with nothing present
+ * (spans_zapped): at most 4 rounds, where mprotect alone makes one a span;
+ * a freed run then faults when read, and calloc over the freed runs' pages
+ * gives zeros (they were marked clean: a run marked so without its frames
+ * gone would give the old bytes).  A close that fails after the release
+ * (an injected mprotect failure) quarantines the span: revoke_failures
+ * counts it, and no later run lands on its pages.  Under release=mprotect
+ * nothing is zapped, and every span is its own round (a child of this test, run
+ * with that option).
+ *
  * One process, nothing else allocating. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,29 +108,41 @@ static void in_compartment(void)
 	xpfo_leave(prev);
 }
 
-static void batch(void)
+/* 2 * RUNS runs of RUN allocated and written, every other one freed and
+ * flushed: the counters before and after that free in *s0, *s1 */
+static void free_every_other(void **p, struct xpfo_stats *s0, struct xpfo_stats *s1)
 {
-	struct xpfo_stats s0, s1;
-	void *p[2 * RUNS];
-
 	for (int i = 0; i < 2 * RUNS; i++) {
 		if (!(p[i] = xpfo_malloc(RUN)))
 			tu_hard_error("malloc of %u bytes failed", RUN);
 		memset(p[i], 0x5a, RUN);
 	}
 	xpfo_flush();
-	xpfo_stats_get(&s0, sizeof s0);
+	xpfo_stats_get(s0, sizeof *s0);
 	for (int i = 0; i < 2 * RUNS; i += 2)
 		xpfo_free(p[i]);
 	xpfo_flush();
-	xpfo_stats_get(&s1, sizeof s1);
-	unsigned long long r = D(s0, s1, flush_rounds), g = D(s0, s1, spans_guarded);
-	printf("batch: %llu rounds for %d runs freed, %llu spans with guard markers\n", r, RUNS, g);
+	xpfo_stats_get(s1, sizeof *s1);
+}
+
+/* Linux 6.16 or later: one flush for a process_madvise(MADV_DONTNEED) */
+static int kernel_gathers(void)
+{
 	struct utsname u;
 	unsigned major = 0, minor = 0;
-	int gathered = uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
-		       (major > 6 || (major == 6 && minor >= 16));
-	unsigned most = gathered ? 4 : RUNS + 4;
+	return uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
+	       (major > 6 || (major == 6 && minor >= 16));
+}
+
+static void batch(void)
+{
+	struct xpfo_stats s0, s1;
+	void *p[2 * RUNS];
+
+	free_every_other(p, &s0, &s1);
+	unsigned long long r = D(s0, s1, flush_rounds), g = D(s0, s1, spans_guarded);
+	printf("batch: %llu rounds for %d runs freed, %llu spans with guard markers\n", r, RUNS, g);
+	unsigned most = kernel_gathers() ? 4 : RUNS + 4;
 	if (g >= RUNS / 2)
 		CHECK(r >= 1 && r <= most, "%d runs freed with markers (%llu spans) counted %llu "
 		      "flush rounds, want 1 to %u", RUNS, g, r, most);
@@ -128,11 +154,130 @@ static void batch(void)
 	xpfo_flush();
 }
 
-int main(void)
+static int read_freed(void *arg)
+{
+	return *(volatile unsigned char *)arg;
+}
+
+static int is_freed(void *q, void *const *p, int n)
+{
+	for (int i = 0; i < n; i += 2)
+		if (q == p[i])
+			return 1;
+	return 0;
+}
+
+static void zapped(void)
+{
+	const char *o = getenv("XPFO_OPTIONS");
+	int plain = o && strstr(o, "release=mprotect");
+	/* stdout's buffer is allocated before the compartment is entered:
+	 * allocated inside, it could take a freed run's pages */
+	printf("zapped%s\n", plain ? ", release=mprotect:" : ":");
+	xpfo_compartment_t *c = xpfo_compartment_create("zapped", 0);
+	xpfo_compartment_t *prev = c ? xpfo_enter(c) : NULL;
+	if (!prev)
+		tu_hard_error("cannot enter a compartment");
+	void *p[2 * RUNS], *q[RUNS];
+	struct xpfo_stats s0, s1;
+	free_every_other(p, &s0, &s1);
+	unsigned long long r = D(s0, s1, flush_rounds), z = D(s0, s1, spans_zapped);
+	printf("zapped: %llu rounds for %d runs freed in a compartment, %llu spans zapped%s\n", r,
+	       RUNS, z, plain ? " (release=mprotect)" : "");
+	if (plain)
+		CHECK(z == 0 && r >= RUNS && r <= RUNS + 4, "release=mprotect: %llu spans zapped, "
+		      "%llu rounds, want 0 and %d to %d", z, r, RUNS, RUNS + 4);
+	else if (kernel_gathers())
+		CHECK(z == RUNS && r >= 1 && r <= 4, "%d runs freed in a compartment: %llu spans "
+		      "zapped, %llu flush rounds, want %d and 1 to 4", RUNS, z, r, RUNS);
+	else
+		CHECK(r >= 1 && r <= RUNS + 4, "%d runs freed counted %llu flush rounds, want 1 to %d",
+		      RUNS, r, RUNS + 4);
+	tu_must_segv("zapped: a freed run read after its flush", read_freed, p[2 * RUNS - 2]);
+	int hits = 0;
+	for (int i = 0; i < RUNS; i++) {
+		if (!(q[i] = xpfo_calloc(1, RUN)))
+			tu_hard_error("calloc of %u bytes failed", RUN);
+		if (!is_freed(q[i], p, 2 * RUNS))
+			continue;
+		hits++;
+		for (size_t k = 0; k < RUN; k++)
+			if (((unsigned char *)q[i])[k]) {
+				CHECK(0, "calloc over a freed run's pages at %p: byte %zu is %#x", q[i],
+				      k, ((unsigned char *)q[i])[k]);
+				break;
+			}
+	}
+	CHECK(hits > 0, "no calloc landed on a freed run's pages (of %d)", RUNS);
+	printf("zapped: %d of %d callocs over freed runs' pages, all zero\n", hits, RUNS);
+	for (int i = 0; i < RUNS; i++)
+		xpfo_free(q[i]);
+	for (int i = 1; i < 2 * RUNS; i += 2)
+		xpfo_free(p[i]);
+	xpfo_flush();
+
+	/* the close after the release fails: quarantined, never reused */
+	xpfo_stats_get(&s0, sizeof s0);
+	for (int i = 0; i < 2 * RUNS; i++) {
+		if (!(p[i] = xpfo_malloc(RUN)))
+			tu_hard_error("malloc of %u bytes failed", RUN);
+		memset(p[i], 0x5a, RUN);
+	}
+	xpfo_flush();
+	for (int i = 0; i < 2 * RUNS; i += 2)
+		xpfo_free(p[i]);
+	xpfo__test_inject(TU_OS_PROTECT, EIO, 0, 1);
+	xpfo_flush();
+	xpfo__test_inject(TU_OS_PROTECT, 0, 0, 0);
+	xpfo_stats_get(&s1, sizeof s1);
+	unsigned long long fails = D(s0, s1, revoke_failures), quar = D(s0, s1, pages_quarantined);
+	printf("zapped: one close failed: %llu revocation failures, %llu pages quarantined\n",
+	       fails, quar);
+	CHECK(fails == 1 && quar >= RUN / 4096, "a failed close: %llu revocation failures, %llu "
+	      "pages quarantined, want 1 and at least %u", fails, quar, RUN / 4096);
+	int landed = 0;
+	for (int i = 0; i < RUNS; i++) {
+		if (!(q[i] = xpfo_malloc(RUN)))
+			tu_hard_error("malloc of %u bytes failed", RUN);
+	}
+	/* which span failed is the first the flush closed: the lowest address */
+	void *low = p[0];
+	for (int i = 2; i < 2 * RUNS; i += 2)
+		if ((char *)p[i] < (char *)low)
+			low = p[i];
+	for (int i = 0; i < RUNS; i++)
+		landed += q[i] == low;
+	CHECK(landed == 0, "a run landed on the quarantined span at %p", low);
+	for (int i = 0; i < RUNS; i++)
+		xpfo_free(q[i]);
+	for (int i = 1; i < 2 * RUNS; i += 2)
+		xpfo_free(p[i]);
+	xpfo_flush();
+	xpfo_leave(prev);
+}
+
+/* zapped() again in a child under release=mprotect */
+static void zapped_plain(void)
+{
+	char *argv[] = { "/proc/self/exe", "--zapped", NULL };
+	const char *env[] = { "XPFO_OPTIONS=release=mprotect", NULL };
+	struct tu_child r;
+	if (tu_run_cmd(argv, env, 60, &r))
+		tu_hard_error("cannot run the child");
+	printf("%s", r.out);
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "zapped, release=mprotect: %s; %s",
+	      tu_status_str(r.status), r.err);
+}
+
+int main(int argc, char **argv)
 {
 	pthread_t t;
 
 	tu_timeout(60);
+	if (tu_has_arg(argc, argv, "--zapped")) {
+		zapped();
+		tu_exit();
+	}
 	xpfo_free(xpfo_malloc(16)); /* this thread's state */
 	cycle("alone", 0);
 	if (pthread_create(&t, NULL, park, NULL))
@@ -150,5 +295,7 @@ int main(void)
 	cycle("after it exited", 0);
 	in_compartment();
 	batch();
+	zapped();
+	zapped_plain();
 	tu_exit();
 }

@@ -93,6 +93,7 @@ static void child(int fd, int locked)
 	r.d.uffd_syscalls = b.uffd_syscalls;
 	/* not compared: only the unlocked thread may remap */
 	r.d.spans_remapped = b.spans_remapped - a.spans_remapped;
+	r.d.spans_zapped = b.spans_zapped - a.spans_zapped;
 	/* stats=1's report shows what the executor did */
 	char rep[8192] = "";
 	if (locked) {
@@ -168,7 +169,13 @@ int main(int argc, char **argv)
 	 * huge_keeps), so it purges a few more of them (28 of 21,450 purges
 	 * here), and each is a span of up to 8 MiB with its huge-page slack
 	 * (alloc/run.c huge_slack): 680,602 pages locked, 619,162 unlocked
-	 * (570,553 and 549,049 with thp=0). */
+	 * (570,553 and 549,049 with thp=0).  Where the unlocked thread zaps
+	 * spans (alloc/revoke.c zap_apply: their frames go in one vector call
+	 * at revocation, which a locked thread does not make), their pages
+	 * come back clean, and a segment of them goes back to the pool with
+	 * no purge of its own: 496,328 pages unlocked (487,082 zapped) against
+	 * the locked thread's 680,602 (196,608 of them such segment purges), so
+	 * there the unlocked thread purges fewer, up to half less. */
 #define PLACED(f) (strcmp(#f, "revoke_syscalls") == 0 || strcmp(#f, "purges") == 0 || \
 		   strcmp(#f, "pages_purged") == 0)
 #define X(f) CHECK(strcmp(#f, "sandbox_granted") == 0 || PLACED(f) || u.d.f == l.d.f, \
@@ -178,7 +185,9 @@ int main(int argc, char **argv)
 	CHECK(within(l.d.purges, u.d.purges, 7) || u.d.purges < l.d.purges,
 	      "purges: %llu locked, %llu unlocked", (unsigned long long)l.d.purges,
 	      (unsigned long long)u.d.purges);
-	CHECK(within(l.d.pages_purged, u.d.pages_purged, 8),
+	CHECK(within(l.d.pages_purged, u.d.pages_purged, 8) ||
+		      (u.d.spans_zapped && u.d.pages_purged < l.d.pages_purged &&
+		       u.d.pages_purged >= l.d.pages_purged / 2),
 	      "pages_purged: %llu locked, %llu unlocked", (unsigned long long)l.d.pages_purged,
 	      (unsigned long long)u.d.pages_purged);
 	/* A span the unlocked thread revokes by a new mapping over it (it
