@@ -57,6 +57,8 @@ EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/vm-after.md bench/results/vm-after.png \
 	bench/results/vm-after2.md bench/results/vm-after2.png \
 	bench/results/vm-after3.md bench/results/vm-after3.png \
+	bench/results/vm612p-before.md bench/results/vm612p-before.png \
+	bench/results/vm612p-after.md bench/results/vm612p-after.png \
 	bench/results/issue37-after-quick.md \
 	bench/results/issue37-thp-quick.md bench/results/issue37-full.md
 
