@@ -594,15 +594,20 @@ static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min
  * where there was one a span (prodcons in the QEMU guest, kernel/'s 6.12:
  * 395-484 revoking pkey_mprotect calls a run, a shootdown each).  Their
  * frames go as markers' do, so the pages come back zero (clean).  Not
- * under release=mprotect (the frames stay there, as asked), nor for what
- * the purge vector does not take (secret or aliased pages, huge blocks,
- * a locked thread), nor once the userfaultfd watches the heap.  In
+ * under release=mprotect (the frames stay there, as asked), nor while
+ * xpfo knows of one thread only (no other CPU to interrupt: the flush is
+ * local, and a span kept with its frames is reused without a page fault;
+ * compartment_revoke_runs took 1.6-2x the time zapped, one thread on the
+ * 2-CPU build host), nor for what the purge vector does not take (secret
+ * or aliased pages, huge blocks, a locked thread), nor once the
+ * userfaultfd watches the heap.  In
  * between the owner's pages read zero, never their old bytes; an access
  * then maps a page the close flushes as usual. */
 static bool span_zappable(const struct range *r, unsigned i, unsigned j, enum revoke_how how)
 {
 	if ((how != HOW_PROTECT && how != HOW_REMAP) || opt.release != RELEASE_AUTO ||
-	    uffd_filling() || !backing_purge_vec_batched())
+	    __atomic_load_n(&g_stats.threads_known, __ATOMIC_RELAXED) < 2 || uffd_filling() ||
+	    !backing_purge_vec_batched())
 		return false;
 	for (unsigned k = i; k < j; k++)
 		if (r[k].kind != RK_RUN)

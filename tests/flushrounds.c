@@ -21,7 +21,9 @@
  * a span more).  Elsewhere (mprotect) one round a span at most.
  *
  * Zapped batches: the same 32 spans inside a compartment, whose spans get
- * no guard markers (those are for root's): where one process_madvise releases
+ * no guard markers (those are for root's), with a second thread parked
+ * (alone, nothing is zapped: a flush interrupts no other CPU, and the
+ * spans keep their frames): where one process_madvise releases
  * frames with one flush for all its ranges (Linux 6.16 and later), their
  * frames go in one call and mprotect then closes each with nothing present
  * (spans_zapped): at most 4 rounds, where mprotect alone makes one a span;
@@ -66,6 +68,27 @@ static void *park(void *arg)
 	pthread_mutex_unlock(&lock);
 	xpfo_free(p);
 	return NULL;
+}
+
+/* A second thread xpfo knows of, parked until park_stop */
+static void park_start(pthread_t *t)
+{
+	parked = release = 0;
+	if (pthread_create(t, NULL, park, NULL))
+		tu_hard_error("pthread_create failed");
+	pthread_mutex_lock(&lock);
+	while (!parked)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+}
+
+static void park_stop(pthread_t t)
+{
+	pthread_mutex_lock(&lock);
+	release = 1;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+	pthread_join(t, NULL);
 }
 
 /* REPS blocks allocated and written (alloc), then freed and flushed (free) */
@@ -180,8 +203,19 @@ static void zapped(void)
 		tu_hard_error("cannot enter a compartment");
 	void *p[2 * RUNS], *q[RUNS];
 	struct xpfo_stats s0, s1;
+	pthread_t t;
+	/* alone: nothing zapped (no other CPU to interrupt) */
 	free_every_other(p, &s0, &s1);
 	unsigned long long r = D(s0, s1, flush_rounds), z = D(s0, s1, spans_zapped);
+	printf("zapped: alone, %llu rounds for %d runs freed, %llu spans zapped\n", r, RUNS, z);
+	CHECK(z == 0, "%llu spans zapped with no other thread, want 0", z);
+	for (int i = 1; i < 2 * RUNS; i += 2)
+		xpfo_free(p[i]);
+	xpfo_flush();
+	park_start(&t);
+	free_every_other(p, &s0, &s1);
+	r = D(s0, s1, flush_rounds);
+	z = D(s0, s1, spans_zapped);
 	printf("zapped: %llu rounds for %d runs freed in a compartment, %llu spans zapped%s\n", r,
 	       RUNS, z, plain ? " (release=mprotect)" : "");
 	if (plain)
@@ -253,6 +287,7 @@ static void zapped(void)
 	for (int i = 1; i < 2 * RUNS; i += 2)
 		xpfo_free(p[i]);
 	xpfo_flush();
+	park_stop(t);
 	xpfo_leave(prev);
 }
 
@@ -280,18 +315,9 @@ int main(int argc, char **argv)
 	}
 	xpfo_free(xpfo_malloc(16)); /* this thread's state */
 	cycle("alone", 0);
-	if (pthread_create(&t, NULL, park, NULL))
-		tu_hard_error("pthread_create failed");
-	pthread_mutex_lock(&lock);
-	while (!parked)
-		pthread_cond_wait(&cond, &lock);
-	pthread_mutex_unlock(&lock);
+	park_start(&t);
 	cycle("with a thread parked", 1);
-	pthread_mutex_lock(&lock);
-	release = 1;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-	pthread_join(t, NULL);
+	park_stop(t);
 	cycle("after it exited", 0);
 	in_compartment();
 	batch();
