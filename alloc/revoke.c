@@ -591,14 +591,14 @@ static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min
  * ranges (Linux 6.16 and later, 6.12 with kernel/'s series): their frames
  * go first, 64 spans to a call, and each is then closed with nothing
  * present (mprotect changes no entry: no flush).  A flush round a batch
- * where there was one a span (prodcons in the QEMU guest, kernel/'s 6.12:
- * 395-484 revoking pkey_mprotect calls a run, a shootdown each).  Their
+ * where there was one a span (prodcons in the QEMU guest on kernel/'s
+ * 6.12: 557-753 flush rounds a run, 20-69 so, with 4 threads).  Their
  * frames go as markers' do, so the pages come back zero (clean).  Not
  * under release=mprotect (the frames stay there, as asked), nor while
  * xpfo knows of one thread only (no other CPU to interrupt: the flush is
  * local, and a span kept with its frames is reused without a page fault;
- * compartment_revoke_runs took 1.6-2x the time zapped, one thread on the
- * 2-CPU build host), nor for what the purge vector does not take (secret
+ * compartment_revoke_runs, one thread, took 41-99 ms zapped against 25-50
+ * ms on the loaded 2-CPU build host), nor for what the purge vector does not take (secret
  * or aliased pages, huge blocks, a locked thread), nor once the
  * userfaultfd watches the heap.  In
  * between the owner's pages read zero, never their old bytes; an access

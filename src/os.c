@@ -390,14 +390,14 @@ int os_guard_vec(const uintptr_t *addr, const size_t *len, unsigned n, bool inst
 	return e;
 }
 
-/* MADV_DONTNEED over the ranges of one call: one flush for all of them
- * where the kernel gathers them (vec_purge_batched), one round; elsewhere
- * a round a range it reached. */
 bool os_purge_vec_one_flush(void)
 {
 	return vec_purge_batched();
 }
 
+/* MADV_DONTNEED over the ranges of one call: one flush for all of them
+ * where the kernel gathers them (vec_purge_batched), one round; elsewhere
+ * a round a range it reached. */
 int os_purge_vec(const uintptr_t *addr, const size_t *len, unsigned n, size_t *done)
 {
 	*done = 0;
