@@ -527,11 +527,22 @@ static void span_apply(struct range *r, unsigned i, unsigned j, size_t purge_min
 }
 
 /* Spans waiting to get their guard markers in one call (gather_protect):
- * a flush of scattered spans made one madvise each (frag: 56,746). */
+ * a flush of scattered spans made one madvise each (frag: 56,746); the
+ * same for spans waiting to be zapped (zap_apply). */
 struct guard_batch {
 	unsigned n;
 	uint16_t i[OS_GUARD_VEC], j[OS_GUARD_VEC];
 };
+
+/* The batch's spans as the vector calls take them: first address, bytes. */
+static void batch_ranges(const struct range *r, const struct guard_batch *b, uintptr_t *addr,
+			 size_t *len)
+{
+	for (unsigned k = 0; k < b->n; k++) {
+		addr[k] = r[b->i[k]].addr;
+		len[k] = range_end(&r[b->j[k] - 1]) - addr[k];
+	}
+}
 
 /* Installing markers over populated pages zaps them range by range, each
  * with its own TLB flush (a shootdown on every CPU the process runs on):
@@ -555,10 +566,7 @@ static void batch_apply(struct range *r, struct guard_batch *b, size_t purge_min
 {
 	uintptr_t addr[OS_GUARD_VEC];
 	size_t len[OS_GUARD_VEC], done = 0;
-	for (unsigned k = 0; k < b->n; k++) {
-		addr[k] = r[b->i[k]].addr;
-		len[k] = range_end(&r[b->j[k] - 1]) - addr[k];
-	}
+	batch_ranges(r, b, addr, len);
 	if (b->n > 1)
 		batch_purge(addr, len, b->n);
 	int e = b->n > 1 ? os_guard_vec(addr, len, b->n, true, OS_TAKES_AWAY, &done) : ECANCELED;
@@ -621,10 +629,7 @@ static void zap_apply(struct range *r, struct guard_batch *b, size_t purge_min, 
 {
 	uintptr_t addr[OS_GUARD_VEC];
 	size_t len[OS_GUARD_VEC], done = 0;
-	for (unsigned k = 0; k < b->n; k++) {
-		addr[k] = r[b->i[k]].addr;
-		len[k] = range_end(&r[b->j[k] - 1]) - addr[k];
-	}
+	batch_ranges(r, b, addr, len);
 	if (b->n > 1 && !backing_purge_vec(addr, len, b->n, &done) && done)
 		stat_inc(purges);
 	for (unsigned k = 0; k < b->n; k++) {
