@@ -300,8 +300,8 @@ void meta_free_zero(void *p, size_t size, const void *zlo, const void *zhi);
 /* Freed big blocks (thread states) kept resident for the next taker
  * before meta_free purges them (alloc/meta.c). */
 #define META_KEEP_RESIDENT 8
-struct slab *slab_meta_new(void);        /* pages_lock held */
-void slab_meta_free(struct slab *s);     /* pages_lock held */
+struct slab *slab_meta_new(void);        /* its own lock (meta.c) */
+void slab_meta_free(struct slab *s);     /* its own lock, inside pages_lock or not */
 
 /* ---- alloc/pages.c: segments and page runs (pages_lock inside) ---------- */
 /* A run of npages pages (aligned to align_pages) for owner, taken from the

@@ -69,8 +69,16 @@ static void big_pages(const void *p, size_t size, uintptr_t *lo, uintptr_t *hi)
 }
 static struct big_free *pool_big;
 
-static size_t slab_next;     /* ids handed out so far (pages_lock) */
-static struct slab *slab_freelist;
+/* The slab table's ids handed out so far and its free list, under a lock
+ * of their own held for a few instructions.  Under pages_lock, with the
+ * new header cleared (and a new page of the table faulted in) inside it,
+ * this was where threads starting at once slept and woke each other
+ * (larson, 4 threads: the commonest futex call), each wake-up an
+ * interrupt to the sleeper's CPU.  Taken inside pages_lock where a caller
+ * holds that, never the other way; adaptive like pages_lock (pages.c). */
+static pthread_mutex_t slab_meta_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+static size_t slab_next;     /* slab_meta_lock */
+static struct slab *slab_freelist; /* slab_meta_lock */
 
 static char *meta_parts[3];
 static size_t meta_sizes[3];
@@ -254,30 +262,47 @@ void meta_free_zero(void *p, size_t size, const void *zlo, const void *zhi)
 
 struct slab *slab_meta_new(void)
 {
+	pthread_mutex_lock(&slab_meta_lock);
 	struct slab *s = slab_freelist;
-	if (s) {
+	size_t id = max_slabs;
+	if (s)
 		slab_freelist = s->next;
+	else if (slab_next < max_slabs)
+		id = slab_next++;
+	pthread_mutex_unlock(&slab_meta_lock);
+	/* the header is the caller's alone from here: cleared (and a new one's
+	 * page of the table faulted in) outside the lock */
+	if (s) {
+		id = s->id;
 	} else {
-		if (slab_next == max_slabs)
+		if (id == max_slabs)
 			return NULL;
-		s = &slab_table[slab_next];
-		s->id = (uint32_t)slab_next++;
+		s = &slab_table[id];
 		stat_add(metadata_bytes, sizeof *s);
 	}
-	uint32_t id = s->id;
 	memset(s, 0, sizeof *s);
-	s->id = id;
+	s->id = (uint32_t)id;
 	return s;
 }
 
 void slab_meta_free(struct slab *s)
 {
 	s->heap = NULL;
+	pthread_mutex_lock(&slab_meta_lock);
 	s->next = slab_freelist;
 	slab_freelist = s;
+	pthread_mutex_unlock(&slab_meta_lock);
 }
 
 void meta_lock_all(void);
 void meta_unlock_all(void);
-void meta_lock_all(void) { pthread_mutex_lock(&pool_lock); }
-void meta_unlock_all(void) { pthread_mutex_unlock(&pool_lock); }
+void meta_lock_all(void)
+{
+	pthread_mutex_lock(&pool_lock);
+	pthread_mutex_lock(&slab_meta_lock);
+}
+void meta_unlock_all(void)
+{
+	pthread_mutex_unlock(&slab_meta_lock);
+	pthread_mutex_unlock(&pool_lock);
+}

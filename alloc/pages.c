@@ -20,7 +20,11 @@
 #include <errno.h>
 #include <string.h>
 
-pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Adaptive: a thread that finds it taken spins a little before it sleeps
+ * (most of its holds are short), as a sleeper's wake-up is an
+ * interrupt to its CPU: in a guest at 4 CPUs, larson's futex wake-ups fell
+ * from 23-32 a run pair to 17-22 (3 boots each, bench/vm/ipi.sh --trace). */
+pthread_mutex_t pages_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static uint64_t *seg_used_map; /* bit set: segment in use (or being released) */
 /* bit set: the segment was taken once, so its descriptor (8.5 KiB of the
  * segment table) is resident for good; seg_seen counts them */

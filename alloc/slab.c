@@ -101,9 +101,7 @@ static void slab_retire(struct tstate *t, struct slab *s)
 	unsigned flags = (s->guard ? RF_GUARDED : 0) | RF_CLASS(s->cls);
 	uintptr_t base = s->base;
 	uint16_t owner = s->owner;
-	pthread_mutex_lock(&pages_lock);
 	slab_meta_free(s);
-	pthread_mutex_unlock(&pages_lock);
 	flush_if_full(t, revoke_add(t, base, np, owner, RK_RUN, flags));
 }
 
@@ -280,9 +278,7 @@ static struct slab *slab_new(struct tstate *t, struct theap *h, unsigned cls)
 		return NULL;
 	if (clean)
 		slab_shed_kept(t, h, k->npages);
-	pthread_mutex_lock(&pages_lock);
 	struct slab *s = slab_meta_new();
-	pthread_mutex_unlock(&pages_lock);
 	if (!s) {
 		flush_if_full(t, revoke_add(t, a, k->npages + guard, h->comp->id, RK_RUN,
 					    guard ? RF_GUARDED : 0));

@@ -9,7 +9,8 @@
  *
  * Lock order: the compartment locks (compartment.c: comp_lock, pkeys' lock,
  * each compartment's lock), then threads_lock, then pages_lock, then the
- * stats' merge lock, then the metadata pool's lock.  The fork handlers take
+ * stats' merge lock, then the metadata pool's lock, then the slab table's
+ * (meta.c).  The fork handlers take
  * them all in that order: the child runs the other threads' exit work
  * (their gathers, leaving their compartments), which needs every one.
  */
