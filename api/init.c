@@ -18,6 +18,7 @@
 #include "arch.h"
 
 #include <errno.h>
+#include <link.h>
 #include <string.h>
 
 int xpfo_ready;
@@ -197,6 +198,15 @@ struct tstate *tstate_slow(void)
 	struct tstate *t = meta_alloc(sizeof *t);
 	if (!t)
 		xpfo_fatal("out of metadata memory for a thread state");
+	/* A new block's pages read zero unwritten (meta.c), and a read maps
+	 * the zero page: the first write after it replaces that mapping, a
+	 * TLB flush on every CPU the process runs on.  The gather's history
+	 * of revoked spans is read at every grant and written at the first
+	 * flush, on the page of its first run, so every part but the runs'
+	 * slots is written here first (a guest at 4 CPUs traced one such
+	 * flush in a larson run, at a new thread state's first queued run). */
+	memset(t, 0, offsetof(struct tstate, g.r));
+	memset(&t->take, 0, sizeof t->take);
 	slab_init_theap(&t->root_heap, t, &comp_root);
 	gather_init(&t->g);
 	rng_init(&t->rng);
@@ -347,11 +357,66 @@ static void fork_child(void)
 	comp_fork_recount(self);
 }
 
+/* The library's own writable pages past its read-only-after-relocation
+ * part: its data, and the first page of its zero-fill (where the C
+ * runtime's flag that the destructors ran lives).  A page of them first
+ * read (the file's page, or the zero page) and written later is copied on
+ * that write, and the copy flushes the TLB of every CPU the process runs
+ * on: the runtime's flag did so at every exit (a guest at 4 CPUs traced
+ * it), as would the first change of a variable with a non-zero default
+ * once threads run.  So they are made the process's own here, at load,
+ * before any thread.  Linked into a program, the segment is the
+ * program's: past OWN_DATA_MAX pages only the two around the end of its
+ * data are. */
+#define OWN_DATA_MAX 16
+
+static int own_data_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uintptr_t *r = arg, self = (uintptr_t)&own_data_range;
+	bool mine = false;
+	uintptr_t lo = 0, fend = 0, end = 0, relro = 0;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && self >= a && self < a + ph->p_memsz)
+			mine = true;
+		else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			lo = a;
+			fend = a + ph->p_filesz;
+			end = a + ph->p_memsz;
+		} else if (ph->p_type == PT_GNU_RELRO)
+			relro = (a + ph->p_memsz) & ~(uintptr_t)(PAGE_SIZE - 1);
+	}
+	if (!mine)
+		return 0;
+	if (lo && end > lo) {
+		r[0] = (relro > lo ? relro : lo) & ~(uintptr_t)(PAGE_SIZE - 1);
+		r[1] = align_up(fend, PAGE_SIZE) + PAGE_SIZE;
+		if (r[1] > align_up(end, PAGE_SIZE))
+			r[1] = align_up(end, PAGE_SIZE);
+		if (r[1] - r[0] > OWN_DATA_MAX * PAGE_SIZE)
+			r[0] = fend & ~(uintptr_t)(PAGE_SIZE - 1);
+	}
+	return 1;
+}
+
 /* Start at load time too, so a program that never allocates still gets the
  * fault reports and XPFO_OPTIONS=help answers. */
 static __attribute__((constructor)) void xpfo_load(void)
 {
 	XPFO_ENTRY;
+	uintptr_t r[2] = { 0, 0 };
+	dl_iterate_phdr(own_data_range, r);
+	/* but not the options' page, read-only once xpfo_init sealed it (it
+	 * may have run already: the loader's own mallocs); a kernel or a
+	 * filter that refuses the advice leaves things as they were */
+	uintptr_t slo = (uintptr_t)&xpfo_sealed, shi = slo + sizeof xpfo_sealed;
+	uintptr_t part[2][2] = { { r[0], r[1] < slo ? r[1] : slo },
+				 { r[0] > shi ? r[0] : shi, r[1] } };
+	for (unsigned i = 0; i < 2; i++)
+		if (part[i][1] > part[i][0])
+			(void)os_populate((void *)part[i][0], part[i][1] - part[i][0]);
 	tstate_get();
 }
 

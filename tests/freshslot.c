@@ -24,13 +24,26 @@
  * And in xpfo's own metadata: the search for unused segments read the
  * tag of descriptors never written.  64 blocks of a segment each, never
  * touched, must take at most 2.25 faults a block (131 here; 197 when the
- * search read them). */
+ * search read them).
+ * And in the library's own data: the C runtime's flag that its
+ * destructors ran sat, alone with data read first, on the first page of
+ * libxpfo's zero-fill, and its write at every exit replaced the zero page
+ * there (one flush a process, traced in the guest).  In a child that ran
+ * a second thread, every page of libxpfo's writable mappings and the
+ * first page of its zero-fill must be present and the process's own
+ * (/proc/self/pagemap: exclusively mapped), not the file's page nor the
+ * zero page (before: the zero-fill's first page was not present, and
+ * would have been the zero page after any read). */
 #include "testutil.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define N 4096
 #define SIZE 3000
@@ -91,6 +104,62 @@ static int segments(void)
 	return 0;
 }
 
+static void *churn(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000; i++)
+		xpfo_free(xpfo_malloc(16 + i % 512));
+	return NULL;
+}
+
+/* pagemap: present (bit 63) and exclusively mapped (bit 56) */
+static int own_page(int pm, uintptr_t a)
+{
+	uint64_t e = 0;
+	if (pread(pm, &e, sizeof e, (off_t)(a / 4096 * sizeof e)) != sizeof e)
+		return -1;
+	return (e >> 63 & 1) && (e >> 56 & 1);
+}
+
+/* libxpfo's writable pages and its zero-fill's first page, after a
+ * second thread ran */
+static int owndata(void)
+{
+	pthread_t th;
+	if (pthread_create(&th, NULL, churn, NULL) || pthread_join(th, NULL))
+		return 99;
+	FILE *m = fopen("/proc/self/maps", "r");
+	int pm = open("/proc/self/pagemap", O_RDONLY);
+	if (!m || pm < 0)
+		return 77;
+	char line[512];
+	unsigned long lo, hi, last_end = 0, pages = 0, bad = 0, first_bad = 0;
+	char perms[8];
+	while (fgets(line, sizeof line, m)) {
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+			continue;
+		bool lib = strstr(line, "libxpfo") != NULL;
+		bool zero_fill = !lib && lo == last_end && !strchr(line, '/');
+		if (lib)
+			last_end = hi;
+		if (!(lib && perms[1] == 'w') && !zero_fill)
+			continue;
+		if (zero_fill)
+			hi = lo + 4096;
+		for (unsigned long a = lo; a < hi; a += 4096, pages++) {
+			int own = own_page(pm, a);
+			if (own < 0)
+				return 77;
+			if (!own && !bad++)
+				first_bad = a;
+		}
+		if (zero_fill)
+			last_end = 0;
+	}
+	printf("pages %lu bad %lu first %#lx\n", pages, bad, first_bad);
+	return 0;
+}
+
 /* A freed slot written after its free, then handed out again: fatal. */
 static int stale(void)
 {
@@ -139,6 +208,8 @@ int main(int argc, char **argv)
 		return tables();
 	if (argc == 2 && !strcmp(argv[1], "--segments"))
 		return segments();
+	if (argc == 2 && !strcmp(argv[1], "--owndata"))
+		return owndata();
 	long on = run_fill("waf_check=1", "--fill"), off = run_fill("waf_check=0", "--fill");
 	CHECK(on <= off + off / 8,
 	      "the check reads no fresh slot: %ld page faults with it for %d blocks of %d bytes "
@@ -151,6 +222,17 @@ int main(int argc, char **argv)
 	      "no segment descriptor read before written: %ld page faults for %d blocks of a "
 	      "segment each, untouched", sg, BLOCKS);
 	struct tu_child r;
+	run_child("--owndata", "", &r);
+	unsigned long own = 0, bad = 0, first = 0;
+	if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 77)
+		fprintf(stderr, "--owndata: no /proc/self/pagemap here, not checked\n");
+	else if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) ||
+		 sscanf(r.out, "pages %lu bad %lu first %lx", &own, &bad, &first) != 3)
+		tu_hard_error("--owndata child: %s; %s%s", tu_status_str(r.status), r.out, r.err);
+	else
+		CHECK(own >= 2 && bad == 0,
+		      "libxpfo's writable pages and its zero-fill's first page are the process's "
+		      "own: %lu of %lu not (the first at %#lx)", bad, own, first);
 	run_child("--stale", "waf_check=1", &r);
 	CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT &&
 		      strstr(r.err, "xpfo: fatal: write after free of "),
