@@ -59,6 +59,10 @@ EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/vm-after3.md bench/results/vm-after3.png \
 	bench/results/vm612p-before.md bench/results/vm612p-before.png \
 	bench/results/vm612p-after.md bench/results/vm612p-after.png \
+	bench/results/vm612p-small.md bench/results/vm612p-small.png \
+	bench/results/vm61-after.md bench/results/vm61-after.png \
+	bench/results/vm612b-after.md bench/results/vm612b-after.png \
+	bench/results/vm61-trace-larson.md \
 	bench/results/issue37-after-quick.md \
 	bench/results/issue37-thp-quick.md bench/results/issue37-full.md
 

@@ -82,7 +82,7 @@ def symbolize(lib, name, off, cache):
             try:
                 out = subprocess.run(["addr2line", "-f", "-i", "-s", "-e", lib, hex(off)],
                                      capture_output=True, text=True, check=True).stdout.split("\n")
-                cache[key] = "libxpfo %s (%s)" % (out[0], out[1]) if len(out) > 1 else hex(off)
+                cache[key] = "libxpfo %s (%s) +%#x" % (out[0], out[1], off) if len(out) > 1 else hex(off)
             except (OSError, subprocess.CalledProcessError):
                 cache[key] = "libxpfo+%#x" % off
         return cache[key]
