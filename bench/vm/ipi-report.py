@@ -148,8 +148,7 @@ def main():
              "counts the shootdowns received, and TLB + CAL counts each of "
              "them twice plus every other function-call IPI: wake-ups of "
              "sleeping threads, the scheduler's idle-balance kicks, RCU's "
-             "(`--trace` names them), which come with the run's threads "
-             "and its length under TCG more than with its page tables.")
+             "(`--trace` names them).")
     L.append("")
     for d in good:
         d["tlbk"] = 1000.0 * float(d["tlb"]) / float(d["ops"])
