@@ -26,14 +26,13 @@
  * touched, must take at most 2.25 faults a block (131 here; 197 when the
  * search read them).
  * And in the library's own data: the C runtime's flag that its
- * destructors ran sat, alone with data read first, on the first page of
- * libxpfo's zero-fill, and its write at every exit replaced the zero page
- * there (one flush a process, traced in the guest).  In a child that ran
- * a second thread, every page of libxpfo's writable mappings and the
- * first page of its zero-fill must be present and the process's own
- * (/proc/self/pagemap: exclusively mapped), not the file's page nor the
- * zero page (before: the zero-fill's first page was not present, and
- * would have been the zero page after any read). */
+ * destructors ran sits on the first page of libxpfo's zero-fill, read then
+ * written at every exit, and that write replaced the zero page there (one
+ * flush a process, traced in the guest).  In a child that ran a second
+ * thread, every page of libxpfo's writable mappings and the first page of
+ * its zero-fill must be present and the process's own (/proc/self/pagemap:
+ * exclusively mapped), not the file's page nor the zero page (before, with
+ * fa60cce's library: 1 of 3 was not, the zero-fill's first page). */
 #include "testutil.h"
 
 #include <fcntl.h>
