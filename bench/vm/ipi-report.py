@@ -117,27 +117,35 @@ def main():
     L.append("")
     L.append("## TLB + CAL interrupts per 1,000 operations")
     L.append("")
-    def mean(w, a, n):
+    for d in good:
+        d["tlbk"] = 1000.0 * float(d["tlb"]) / float(d["ops"])
+
+    def mean(w, a, n, key="ipik"):
         c = cell.get((w, a, n))
-        return sum(d["ipik"] for d in c) / len(c) if c else None
+        return sum(d[key] for d in c) / len(c) if c else None
 
     def ratio(x, y):
         return "%.2f" % (x / y) if x is not None and y else "–"
 
+    def table(key, digits):
+        """Per workload and allocator: key's range at each CPU count, then
+        its mean over glibc's."""
+        L.append("| workload | allocator | " + " | ".join("%d CPUs" % n for n in smps)
+                 + " | " + " | ".join("x glibc, %d CPUs" % n for n in smps) + " |")
+        L.append("|---|---|" + "---:|" * (2 * len(smps)))
+        for w in works:
+            for a in allocs:
+                row = [fmt_range([d[key] for d in cell.get((w, a, n), [])], digits)
+                       for n in smps]
+                row += [ratio(mean(w, a, n, key), mean(w, "glibc", n, key)) for n in smps]
+                name = NAMES.get(a, a)
+                if a == "xpfo":
+                    name = "**" + name + "**"
+                L.append("| %s | %s | %s |" % (w, name, " | ".join(row)))
+
     L.append("x glibc: the mean of the runs over glibc's mean.")
     L.append("")
-    L.append("| workload | allocator | " + " | ".join("%d CPUs" % n for n in smps)
-             + " | " + " | ".join("x glibc, %d CPUs" % n for n in smps) + " |")
-    L.append("|---|---|" + "---:|" * (2 * len(smps)))
-    for w in works:
-        for a in allocs:
-            row = [fmt_range([d["ipik"] for d in cell.get((w, a, n), [])])
-                   for n in smps]
-            row += [ratio(mean(w, a, n), mean(w, "glibc", n)) for n in smps]
-            name = NAMES.get(a, a)
-            if a == "xpfo":
-                name = "**" + name + "**"
-            L.append("| %s | %s | %s |" % (w, name, " | ".join(row)))
+    table("ipik", 1)
     L.append("")
     L.append("## TLB shootdowns alone: the TLB row per 1,000 operations")
     L.append("")
@@ -150,25 +158,7 @@ def main():
              "sleeping threads, the scheduler's idle-balance kicks, RCU's "
              "(`--trace` names them).")
     L.append("")
-    for d in good:
-        d["tlbk"] = 1000.0 * float(d["tlb"]) / float(d["ops"])
-
-    def mean_tlb(w, a, n):
-        c = cell.get((w, a, n))
-        return sum(d["tlbk"] for d in c) / len(c) if c else None
-
-    L.append("| workload | allocator | " + " | ".join("%d CPUs" % n for n in smps)
-             + " | " + " | ".join("x glibc, %d CPUs" % n for n in smps) + " |")
-    L.append("|---|---|" + "---:|" * (2 * len(smps)))
-    for w in works:
-        for a in allocs:
-            row = [fmt_range([d["tlbk"] for d in cell.get((w, a, n), [])], 2)
-                   for n in smps]
-            row += [ratio(mean_tlb(w, a, n), mean_tlb(w, "glibc", n)) for n in smps]
-            name = NAMES.get(a, a)
-            if a == "xpfo":
-                name = "**" + name + "**"
-            L.append("| %s | %s | %s |" % (w, name, " | ".join(row)))
+    table("tlbk", 2)
     if "xpfo" in allocs and "xpfo-eager" in allocs:
         L.append("")
         L.append("xpfo revoke=eager over the default profile (IPIs per 1,000 "
