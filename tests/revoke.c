@@ -33,6 +33,11 @@
  *    to 1 MiB moves at most 64 times and makes at most 100 protection
  *    calls (grant + revoke); growing exactly as asked, it moved 87 times
  *    and made about 410 (a grant and a guard move per page crossed).
+ * 10. Queued runs of 32 pages or more are taken back shortest first: 40
+ *    and 50 pages freed (the 50 last), then 40 and 50 asked for, each
+ *    gets its own old run back, default and profile=light.  Taking the
+ *    newest that fits, the 40 took the 50's tail (its head, 10 pages, stayed
+ *    queued) and the 50 took fresh pages.
  *
  * Usage: revoke                      run the test
  *        revoke --free-loop [N [SIZE]]   the measured loop; prints counters
@@ -705,6 +710,42 @@ static void test_resize_reuse(const char *opts)
 	fprintf(stderr, "resize and reuse, XPFO_OPTIONS=%s: %s", opts, c.out);
 }
 
+/* 10. Best fit among the long queued runs (in a child: its gather starts
+ * empty).  Prints the two runs' addresses and what the second mallocs got. */
+static int bestfit_child(void *arg)
+{
+	(void)arg;
+	const size_t a = 40 * page, b = 50 * page;
+	xpfo_flush();
+	char *p = malloc(a), *q = malloc(b);
+	if (!p || !q)
+		return 2;
+	p[0] = q[0] = 1;
+	free(p);
+	free(q); /* the newest queued run */
+	char *p2 = malloc(a), *q2 = malloc(b);
+	if (!p2 || !q2)
+		return 2;
+	printf("40 pages at %p, 50 at %p; again: 40 at %p, 50 at %p\n", (void *)p, (void *)q,
+	       (void *)p2, (void *)q2);
+	return p2 == p && q2 == q ? 0 : 3;
+}
+
+static void test_bestfit(const char *opts)
+{
+	char *argv[] = { "/proc/self/exe", "--bestfit", NULL };
+	char env[128];
+	const char *envset[] = { env, NULL };
+	struct tu_child c;
+	snprintf(env, sizeof env, "XPFO_OPTIONS=%s", opts);
+	if (tu_run_cmd(argv, envset, 60, &c) != 0)
+		tu_hard_error("cannot run myself");
+	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+	      "%s: queued runs of 40 and 50 pages not taken back each by its own size: %s\n%s%s",
+	      opts, tu_status_str(c.status), c.out, c.err);
+	fprintf(stderr, "best fit, XPFO_OPTIONS=%s: %s", opts, c.out);
+}
+
 static void test_counts(void)
 {
 	struct loop_result def, eager;
@@ -787,6 +828,11 @@ int main(int argc, char **argv)
 			   !(argc >= 6 && strcmp(argv[5], "noflush") == 0));
 	}
 
+	if (argc == 2 && strcmp(argv[1], "--bestfit") == 0) {
+		tu_prog = "revoke --bestfit";
+		tu_xpfo_init(1);
+		return bestfit_child(NULL);
+	}
 	if (argc == 2 && strcmp(argv[1], "--degraded-calloc") == 0) {
 		tu_prog = "revoke --degraded-calloc";
 		tu_xpfo_init(1);
@@ -809,5 +855,7 @@ int main(int argc, char **argv)
 	test_resize_reuse("revoke=batched");
 	test_resize_reuse("revoke=off");
 	test_append();
+	test_bestfit("profile=default");
+	test_bestfit("profile=light");
 	tu_exit();
 }
