@@ -695,15 +695,21 @@ static void test_append(void)
 	fprintf(stderr, "append to 1 MiB: %llu moves, %llu protection calls\n", moves, calls);
 }
 
-static void test_resize_reuse(const char *opts)
+/* Runs this program with flag in a child under XPFO_OPTIONS=opts. */
+static void run_self(const char *flag, const char *opts, struct tu_child *c)
 {
-	char *argv[] = { "/proc/self/exe", "--resize-loop", NULL };
+	char *argv[] = { "/proc/self/exe", (char *)flag, NULL };
 	char env[128];
 	const char *envset[] = { env, NULL };
-	struct tu_child c;
 	snprintf(env, sizeof env, "XPFO_OPTIONS=%s", opts);
-	if (tu_run_cmd(argv, envset, 120, &c) != 0)
+	if (tu_run_cmd(argv, envset, 120, c) != 0)
 		tu_hard_error("cannot run myself");
+}
+
+static void test_resize_reuse(const char *opts)
+{
+	struct tu_child c;
+	run_self("--resize-loop", opts, &c);
 	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
 	      "%s: runs resized in place, freed, and their pages reused: %s\n%s%s", opts,
 	      tu_status_str(c.status), c.out, c.err);
@@ -712,9 +718,8 @@ static void test_resize_reuse(const char *opts)
 
 /* 10. Best fit among the long queued runs (in a child: its gather starts
  * empty).  Prints the two runs' addresses and what the second mallocs got. */
-static int bestfit_child(void *arg)
+static int bestfit_child(void)
 {
-	(void)arg;
 	const size_t a = 40 * page, b = 50 * page;
 	xpfo_flush();
 	char *p = malloc(a), *q = malloc(b);
@@ -733,13 +738,8 @@ static int bestfit_child(void *arg)
 
 static void test_bestfit(const char *opts)
 {
-	char *argv[] = { "/proc/self/exe", "--bestfit", NULL };
-	char env[128];
-	const char *envset[] = { env, NULL };
 	struct tu_child c;
-	snprintf(env, sizeof env, "XPFO_OPTIONS=%s", opts);
-	if (tu_run_cmd(argv, envset, 60, &c) != 0)
-		tu_hard_error("cannot run myself");
+	run_self("--bestfit", opts, &c);
 	CHECK(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
 	      "%s: queued runs of 40 and 50 pages not taken back each by its own size: %s\n%s%s",
 	      opts, tu_status_str(c.status), c.out, c.err);
@@ -831,7 +831,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "--bestfit") == 0) {
 		tu_prog = "revoke --bestfit";
 		tu_xpfo_init(1);
-		return bestfit_child(NULL);
+		return bestfit_child();
 	}
 	if (argc == 2 && strcmp(argv[1], "--degraded-calloc") == 0) {
 		tu_prog = "revoke --degraded-calloc";
