@@ -128,7 +128,8 @@ void *xbw_alloc(const char *who, size_t n)
  * random generator's, counters) at every step, and side by side in the
  * caller's array those writes bounced the lines between CPUs, so a run's
  * time depended on where the allocator had put that small array (larson:
- * over half its samples were on these lines, under glibc and xpfo alike). */
+ * 64% of its worker function's samples were on these lines, under glibc
+ * and xpfo alike). */
 #define XBW_LINE 128
 
 void xbw_start_threads(int n, void *(*fn)(void *), void *args, size_t argsize)
