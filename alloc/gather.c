@@ -225,8 +225,8 @@ static void gather_shrink(struct gather *g, uint16_t i, size_t npages, bool tail
  * at for one of the class asked for. */
 #define CLASS_LOOKAHEAD 8
 
-/* How many runs of the last bucket (32 pages and more, any length) a
- * request looks at for the shortest that fits. */
+/* How many more runs of the last bucket (32 pages and more, any length)
+ * a request looks at, once one fits, for a shorter one that does. */
 #define REST_SCAN 256
 
 /* The last bucket holds runs of every length from 32 pages: the shortest
@@ -238,10 +238,11 @@ static uint16_t gather_find_rest(const struct gather *g, size_t npages, size_t a
 				 uint16_t owner, enum range_kind k, unsigned flags)
 {
 	uint16_t best = GATHER_NIL;
-	unsigned seen = 0;
-	for (uint16_t i = g->head[GATHER_BUCKETS - 1]; i != GATHER_NIL && seen < REST_SCAN;
-	     i = g->r[i].next, seen++) {
+	unsigned more = REST_SCAN;
+	for (uint16_t i = g->head[GATHER_BUCKETS - 1]; i != GATHER_NIL; i = g->r[i].next) {
 		const struct range *r = &g->r[i];
+		if (best != GATHER_NIL && more-- == 0)
+			break;
 		if (!fits(r, npages, align, owner, k, flags))
 			continue;
 		if (r->npages == npages)
