@@ -65,7 +65,8 @@ EXTRA_DIST += bench/results/latest.md bench/results/vm-counts.md \
 	bench/results/vm61-trace-larson.md \
 	bench/results/issue37-after-quick.md \
 	bench/results/issue37-thp-quick.md bench/results/issue37-full.md \
-	bench/results/issue37-progress.md
+	bench/results/issue37-progress.md bench/results/issue37-check.md \
+	bench/results/issue37-before-baseline.json
 
 PYTHON3 = python3
 BENCH_RUN = $(PYTHON3) $(abs_top_srcdir)/bench/run.py \
