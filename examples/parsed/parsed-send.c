@@ -2,7 +2,8 @@
  *
  *   parsed-send SOCKET [FILE]          one request (FILE, or stdin); prints the reply
  *   parsed-send --load N KIND SOCKET   N requests of KIND (valid, malformed);
- *                                      prints "N ok, N errors, N died, RATE req/s"
+ *                                      prints "N ok, N errors, N died, N failed,
+ *                                      RATE req/s" and the first failure
  *   parsed-send --exploit ADDR SOCKET  the overflow of parsed-bug, aimed at ADDR
  */
 #include <errno.h>
@@ -15,15 +16,23 @@
 #include <time.h>
 #include <unistd.h>
 
-/* One request; the reply into buf (NUL-terminated).  -1: no connection. */
-static int request(const char *path, const char *req, size_t n, char *buf, size_t max)
+/* One request; the reply into buf (NUL-terminated).  -1: no connection,
+ * or the reply could not be read; *why says which call failed. */
+static int request(const char *path, const char *req, size_t n, char *buf, size_t max,
+		   const char **why)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0) {
+		*why = "socket";
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		*why = "connect";
 		return -1;
 	}
 	for (size_t off = 0; off < n;) {
@@ -38,7 +47,13 @@ static int request(const char *path, const char *req, size_t n, char *buf, size_
 	while (got + 1 < max && (r = read(fd, buf + got, max - 1 - got)) > 0)
 		got += (size_t)r;
 	buf[got] = 0;
+	int e = errno;
 	close(fd);
+	if (r < 0) {
+		*why = "read";
+		errno = e;
+		return -1;
+	}
 	return 0;
 }
 
@@ -66,12 +81,16 @@ static int load(unsigned count, int malformed, const char *path)
 {
 	static char req[65536], reply[8192];
 	unsigned ok = 0, err = 0, died = 0, fail = 0;
+	char first[160] = ""; /* the first failure, said after the counts */
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned i = 0; i < count; i++) {
 		size_t n = make(req, sizeof req, malformed, i);
-		if (request(path, req, n, reply, sizeof reply)) {
-			fail++;
+		const char *why;
+		if (request(path, req, n, reply, sizeof reply, &why)) {
+			if (!fail++)
+				snprintf(first, sizeof first, " (first failure: request %u: %s: %s)", i, why,
+					 strerror(errno));
 			continue;
 		}
 		if (!strncmp(reply, "ok ", 3))
@@ -80,12 +99,14 @@ static int load(unsigned count, int malformed, const char *path)
 			died++;
 		else if (!strncmp(reply, "error: ", 7))
 			err++;
-		else
-			fail++;
+		else if (!fail++)
+			snprintf(first, sizeof first, " (first failure: request %u: reply \"%.60s\")", i,
+				 reply);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("%u ok, %u errors, %u died, %u failed, %.0f req/s\n", ok, err, died, fail, count / s);
+	printf("%u ok, %u errors, %u died, %u failed, %.0f req/s%s\n", ok, err, died, fail, count / s,
+	       first);
 	return 0;
 }
 
@@ -99,8 +120,11 @@ static int exploit(const char *addr, const char *path)
 	for (int i = 0; i < 8; i++)
 		n += snprintf(req + n, sizeof req - (size_t)n, "%02x", (unsigned)(a >> (8 * i)) & 0xff);
 	n += snprintf(req + n, sizeof req - (size_t)n, "\"/></doc>");
-	if (request(path, req, (size_t)n, reply, sizeof reply))
+	const char *why;
+	if (request(path, req, (size_t)n, reply, sizeof reply, &why)) {
+		fprintf(stderr, "parsed-send: %s %s: %s\n", why, path, strerror(errno));
 		return 1;
+	}
 	fputs(reply, stdout);
 	return 0;
 }
@@ -123,8 +147,9 @@ int main(int argc, char **argv)
 	}
 	static char req[1 << 20], reply[8192];
 	size_t n = fread(req, 1, sizeof req, f);
-	if (request(argv[1], req, n, reply, sizeof reply)) {
-		fprintf(stderr, "parsed-send: cannot connect to %s: %s\n", argv[1], strerror(errno));
+	const char *why;
+	if (request(argv[1], req, n, reply, sizeof reply, &why)) {
+		fprintf(stderr, "parsed-send: %s %s: %s\n", why, argv[1], strerror(errno));
 		return 1;
 	}
 	fputs(reply, stdout);

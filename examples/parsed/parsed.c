@@ -171,12 +171,29 @@ static char *work(int cfd, const char **why, void **cp)
 }
 
 /* --mode=fork: the child parses and writes the reply to a pipe. */
+/* The request cannot be served (a pipe or a fork failed): the client is
+ * told, and so is the operator. */
+static void refuse(int cfd, const char *what)
+{
+	int e = errno;
+	fprintf(stderr, "parsed: %s: %s\n", what, strerror(e));
+	dprintf(cfd, "error: the service cannot take the request now (%s: %s)\n", what, strerror(e));
+}
+
 static void serve_fork(int cfd)
 {
 	int p[2];
-	if (pipe(p))
+	if (pipe(p)) {
+		refuse(cfd, "pipe");
 		return;
+	}
 	pid_t pid = fork();
+	if (pid < 0) {
+		refuse(cfd, "fork");
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
 	if (pid == 0) {
 		close(p[0]);
 		close(listen_fd); /* the parser gets the request and the pipe, nothing else */
@@ -191,11 +208,16 @@ static void serve_fork(int cfd)
 	}
 	close(p[1]);
 	char *reply = calloc(1, REPLY_MAX + 1); /* root's copy */
-	size_t n = pid > 0 ? read_all(p[0], reply, REPLY_MAX) : 0;
+	if (!reply) {
+		refuse(cfd, "calloc");
+		close(p[0]);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	size_t n = read_all(p[0], reply, REPLY_MAX);
 	close(p[0]);
 	int st = 0;
-	if (pid > 0)
-		waitpid(pid, &st, 0);
+	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || n == 0)
 		n = (size_t)snprintf(reply, REPLY_MAX, "error: the parser died (%s)\n",
 				     WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "no reply");
