@@ -9,7 +9,8 @@
 # and the secret appears in no output.  The same exploit against the
 # baseline without xpfo (pngd-plain) returns the secret: the test would see
 # a leak.  The thread mode on the mprotect backend must refuse cleanly
-# (the lock needs pkeys there; the QEMU rig runs it on pkeys).
+# (the lock needs pkeys there; the QEMU rig runs it on pkeys).  And the
+# socket is there only once the server listens (a listen held up by strace).
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
 dir=$top_builddir/examples/pngd
@@ -49,6 +50,20 @@ out=$(send "$tmp/sock" "$tmp/valid-1.png")
 [ "$out" = "$(cat "$tmp/valid-1.txt")" ] || fail "one file: '$out', expected '$(cat "$tmp/valid-1.txt")'"
 grep -v '^pngd: listening' "$tmp/out/service.log" >"$tmp/extra" && fail "server log: $(cat "$tmp/extra")"
 stop
+
+# the socket is there only once the server listens: its listen held up
+# 300 ms (strace), a client that finds the socket is served
+if command -v strace >/dev/null 2>&1; then
+	start late strace -o "$tmp/strace" -e trace=listen -e inject=listen:delay_enter=300000 "$dir/pngd"
+	out=$(send --load 20 valid "$tmp/sock" 2>>"$tmp/out/send.err")
+	say "valid, listen delayed: $out"
+	case $out in "20 ok, 0 errors, 0 died, 0 failed, 0 wrong"*) ;; *) fail "listen delayed: $out" ;; esac
+	grep -q '^listen(' "$tmp/strace" || fail "strace saw no listen: $(cat "$tmp/strace")"
+	kill $(cat /proc/"$srv"/task/*/children 2>/dev/null) 2>/dev/null # strace's child
+	stop
+else
+	say "no strace: the listen-delay case is not run"
+fi
 
 # one-shot mode
 out=$("$dir/pngd" --stdin <"$tmp/valid-1.png" 2>"$tmp/out/stdin.log")
