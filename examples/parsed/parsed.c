@@ -170,7 +170,15 @@ static char *work(int cfd, const char **why, void **cp)
 	return reply;
 }
 
-/* --mode=fork: the child parses and writes the reply to a pipe. */
+/* A locked child's executor is killed when the child exits; its parent
+ * gone, it is reaped by init, or by us when we are process 1 (a container
+ * without an init: one zombie a request otherwise). */
+static void reap_orphans(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
 /* The request cannot be served (a pipe or a fork failed): the client is
  * told, and so is the operator. */
 static void refuse(int cfd, const char *what)
@@ -180,6 +188,7 @@ static void refuse(int cfd, const char *what)
 	dprintf(cfd, "error: the service cannot take the request now (%s: %s)\n", what, strerror(e));
 }
 
+/* --mode=fork: the child parses and writes the reply to a pipe. */
 static void serve_fork(int cfd)
 {
 	int p[2];
@@ -217,7 +226,9 @@ static void serve_fork(int cfd)
 	size_t n = read_all(p[0], reply, REPLY_MAX);
 	close(p[0]);
 	int st = 0;
-	waitpid(pid, &st, 0);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	reap_orphans();
 	if (!WIFEXITED(st) || n == 0)
 		n = (size_t)snprintf(reply, REPLY_MAX, "error: the parser died (%s)\n",
 				     WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "no reply");

@@ -87,6 +87,15 @@ static void write_all(int fd, const char *buf, size_t n)
 
 /* ---- --mode=fork -------------------------------------------------------------- */
 
+/* A locked child's executor is killed when the child exits; its parent
+ * gone, it is reaped by init, or by us when we are process 1 (a container
+ * without an init: one zombie a request otherwise). */
+static void reap_orphans(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
 /* In the child: the request in, locked, decoded, the reply out.  Never
  * returns. */
 static void child_decode(char *req, size_t n, int out)
@@ -147,6 +156,7 @@ static char *serve_fork(char *req, size_t n)
 		return say("error: fork: %s\n", strerror(fork_errno));
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	reap_orphans();
 	if (WIFSIGNALED(st) || !reply) {
 		free(reply);
 		return say("error: the decoder died (%s)\n",

@@ -10,7 +10,9 @@
 # baseline without xpfo (pngd-plain) returns the secret: the test would see
 # a leak.  The thread mode on the mprotect backend must refuse cleanly
 # (the lock needs pkeys there; the QEMU rig runs it on pkeys).  And the
-# socket is there only once the server listens (a listen held up by strace).
+# socket is there only once the server listens (a listen held up by
+# strace), and as process 1 of a PID namespace the server reaps its locked
+# children's executors.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
 dir=$top_builddir/examples/pngd
@@ -63,6 +65,23 @@ if command -v strace >/dev/null 2>&1; then
 	stop
 else
 	say "no strace: the listen-delay case is not run"
+fi
+
+# as process 1 of a PID namespace (no init), the server reaps its locked
+# children's executors: at most the last request's is left
+if unshare -fp true 2>/dev/null; then
+	start pid1 unshare -fp "$dir/pngd"
+	out=$(send --load 30 valid "$tmp/sock" 2>>"$tmp/out/send.err")
+	pid1=$(cat /proc/"$srv"/task/*/children)
+	z=$(cat /proc/[0-9]*/stat 2>/dev/null | sed 's/^.*) //' |
+		awk -v p="$pid1" '$1 == "Z" && $2 == p' | wc -l)
+	say "as process 1: $out; $z zombie children"
+	case $out in "30 ok, 0 errors, 0 died, 0 failed, 0 wrong"*) ;; *) fail "as process 1: $out" ;; esac
+	[ "$z" -le 1 ] || fail "as process 1: $z zombie children after 30 requests"
+	kill -9 "$pid1" 2>/dev/null # process 1 of its namespace: SIGTERM is ignored
+	stop
+else
+	say "no PID namespace here (unshare -p): the process-1 case is not run"
 fi
 
 # one-shot mode
