@@ -52,6 +52,13 @@ trap 'exit 99' HUP INT TERM
 #   xpfo: stats (pid 123, backend mprotect, revoke=batched, batch=64)
 #   xpfo:   allocations  N (small N, page runs N), frees N, live N bytes
 #   xpfo:   revocation   queued N runs / N pages, cancelled N pages, revoked N pages
+# zombie_children PID: how many zombies PID is the parent of (state and
+# parent follow the name's closing parenthesis in /proc/N/stat; the
+# orphans a process took in are not in its task/*/children).
+zombie_children() {
+	cat /proc/[0-9]*/stat 2>/dev/null | sed 's/^.*) //' | awk -v p="$1" '$1 == "Z" && $2 == p' | wc -l
+}
+
 # stat_reports FILE: how many reports FILE holds; stat_max KEY FILE: the
 # largest value of allocs, frees or pages_revoked in one report (a forked
 # child's report includes what its parent counted before the fork, so sums

@@ -68,11 +68,7 @@ if unshare -fp true 2>/dev/null; then
 	start unshare -fp "$dir/parsed"
 	out=$(send --load 30 valid "$tmp/sock")
 	pid1=$(cat /proc/"$srv"/task/*/children)
-	# zombies whose parent is the server (state and parent follow the
-	# name's closing parenthesis in /proc/PID/stat; orphans taken in are
-	# not in its task/*/children)
-	z=$(cat /proc/[0-9]*/stat 2>/dev/null | sed 's/^.*) //' |
-		awk -v p="$pid1" '$1 == "Z" && $2 == p' | wc -l)
+	z=$(zombie_children "$pid1")
 	say "as process 1: $out; $z zombie children"
 	case $out in "30 ok, 0 errors, 0 died, 0 failed"*) ;; *) fail "as process 1: $out" ;; esac
 	[ "$z" -le 1 ] || fail "as process 1: $z zombie children after 30 requests"
