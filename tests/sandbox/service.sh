@@ -45,8 +45,9 @@ stop
 # The socket has its name only once the server listens: with a pause of
 # 300 ms injected before its listen (strace), a client that finds the
 # socket is served.  A server that binds the name itself refuses every
-# request of that pause (two CI runs had 191 and 302 of 1,000 refused,
-# the server held up there by the load).
+# request of that pause (two CI runs lost 191 and 302 of 1,000 requests,
+# by their numbers refused at once: most likely the server held up there
+# by the load).
 if command -v strace >/dev/null 2>&1; then
 	start strace -o "$tmp/strace" -e trace=listen -e inject=listen:delay_enter=300000 "$dir/parsed"
 	out=$(send --load 20 valid "$tmp/sock")
