@@ -26,4 +26,4 @@ parsed_progs = examples/parsed/parsed$(EXEEXT) examples/parsed/parsed-send$(EXEE
 endif
 .PHONY: examples
 examples: $(parsed_progs)
-EXTRA_DIST += examples/parsed/README.md tests/sandbox/service.sh
+EXTRA_DIST += examples/parsed/README.md tests/sandbox/service.sh examples/common/service.h

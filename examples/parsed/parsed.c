@@ -36,6 +36,7 @@
 #ifndef PARSED_NO_XPFO
 #include "xpfo.h"
 #endif
+#include "../common/service.h"
 
 #define REQ_MAX (1 << 20)
 #define REPLY_MAX 4096 /* a page run: xpfo_transfer takes it */
@@ -170,21 +171,13 @@ static char *work(int cfd, const char **why, void **cp)
 	return reply;
 }
 
-/* A locked child's executor is killed when the child exits; its parent
- * gone, it is reaped by init, or by us when we are process 1 (a container
- * without an init: one zombie a request otherwise). */
-static void reap_orphans(void)
-{
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-}
-
 /* The request cannot be served (a pipe or a fork failed): the client is
  * told, and so is the operator. */
 static void refuse(int cfd, const char *what)
 {
 	int e = errno;
 	fprintf(stderr, "parsed: %s: %s\n", what, strerror(e));
+	service_drain(cfd);
 	dprintf(cfd, "error: the service cannot take the request now (%s: %s)\n", what, strerror(e));
 }
 
@@ -228,10 +221,11 @@ static void serve_fork(int cfd)
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	reap_orphans();
+	service_reap_orphans();
 	if (!WIFEXITED(st) || n == 0)
 		n = (size_t)snprintf(reply, REPLY_MAX, "error: the parser died (%s)\n",
 				     WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "no reply");
+	service_drain(cfd);
 	write_all(cfd, reply, n);
 	free(reply);
 }
@@ -285,31 +279,6 @@ static void keep_secret(int print)
 		fprintf(stderr, "parsed: secret at %p and %p\n", (void *)key_block, (void *)key_run);
 }
 
-/* The socket gets its name only once it listens: bound under a name of its
- * own, then renamed to path (which replaces an old one).  A client that
- * finds path can connect.  Bound to path itself, it refuses a client that
- * comes between the bind and the listen: most likely what made two CI runs
- * of tests/sandbox/service.sh lose 191 and 302 of 1,000 requests, the
- * server held up there by the load. */
-static int listen_on(const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int n = snprintf(a.sun_path, sizeof a.sun_path, "%s.%ld", path, (long)getpid());
-	if (n < 0 || (size_t)n >= sizeof a.sun_path) {
-		fprintf(stderr, "%s: the path is too long for a socket\n", path);
-		exit(1);
-	}
-	unlink(a.sun_path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 64) ||
-	    rename(a.sun_path, path)) {
-		perror(path);
-		unlink(a.sun_path);
-		exit(1);
-	}
-	return fd;
-}
-
 int main(int argc, char **argv)
 {
 	int thread = 0, print = 0;
@@ -332,12 +301,14 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	keep_secret(print);
-	int lfd = listen_fd = listen_on(path);
+	int lfd = listen_fd = service_listen(path);
 	fprintf(stderr, "parsed: listening on %s (%s)\n", path, thread ? "locked threads" : "forked children");
 	for (;;) {
 		int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (cfd < 0)
+		if (cfd < 0) {
+			service_accept_failed("parsed");
 			continue;
+		}
 #ifndef PARSED_NO_XPFO
 		if (thread)
 			serve_thread(cfd);

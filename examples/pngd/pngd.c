@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "decode.h"
+#include "../common/service.h"
 #ifndef PNGD_NO_XPFO
 #include "xpfo.h"
 #endif
@@ -86,15 +87,6 @@ static void write_all(int fd, const char *buf, size_t n)
 }
 
 /* ---- --mode=fork -------------------------------------------------------------- */
-
-/* A locked child's executor is killed when the child exits; its parent
- * gone, it is reaped by init, or by us when we are process 1 (a container
- * without an init: one zombie a request otherwise). */
-static void reap_orphans(void)
-{
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-}
 
 /* In the child: the request in, locked, decoded, the reply out.  Never
  * returns. */
@@ -156,7 +148,7 @@ static char *serve_fork(char *req, size_t n)
 		return say("error: fork: %s\n", strerror(fork_errno));
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	reap_orphans();
+	service_reap_orphans();
 	if (WIFSIGNALED(st) || !reply) {
 		free(reply);
 		return say("error: the decoder died (%s)\n",
@@ -269,42 +261,20 @@ static void keep_secret(int print)
 		fprintf(stderr, "pngd: secret at %p and %p\n", (void *)secret_block, (void *)secret_run);
 }
 
-/* The socket gets its name only once it listens: bound under a name of its
- * own, then renamed to path (which replaces an old one).  A client that
- * finds path can connect.  Bound to path itself, it refuses a client that
- * comes between the bind and the listen: most likely what made two CI runs
- * of tests/sandbox/service.sh lose 191 and 302 of 1,000 requests, the
- * server held up there by the load. */
-static int listen_on(const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int n = snprintf(a.sun_path, sizeof a.sun_path, "%s.%ld", path, (long)getpid());
-	if (n < 0 || (size_t)n >= sizeof a.sun_path) {
-		fprintf(stderr, "%s: the path is too long for a socket\n", path);
-		exit(1);
-	}
-	unlink(a.sun_path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 64) ||
-	    rename(a.sun_path, path)) {
-		perror(path);
-		unlink(a.sun_path);
-		exit(1);
-	}
-	return fd;
-}
-
 static void serve_socket(const char *path)
 {
-	listen_fd = listen_on(path);
+	listen_fd = service_listen(path);
 	fprintf(stderr, "pngd: listening on %s (%s)\n", path, thread_mode ? "locked threads" : "forked children");
 	for (;;) {
 		int cfd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (cfd < 0)
+		if (cfd < 0) {
+			service_accept_failed("pngd");
 			continue;
+		}
 		size_t n = 0;
 		char *req = request_read(cfd, &n);
 		char *reply = req ? serve(req, n) : say("error: %s\n", "out of memory");
+		service_drain(cfd); /* a request past PNGD_REQ_MAX, or no memory for it */
 		if (reply)
 			write_all(cfd, reply, strlen(reply));
 		free(reply);

@@ -8,7 +8,8 @@
 # violation line), the decoder dies, the service answers the next request,
 # and the secret appears in no output.  The same exploit against the
 # baseline without xpfo (pngd-plain) returns the secret: the test would see
-# a leak.  The thread mode on the mprotect backend must refuse cleanly
+# a leak.  A request past the size limit gets its error line.  The thread
+# mode on the mprotect backend must refuse cleanly
 # (the lock needs pkeys there; the QEMU rig runs it on pkeys).  And the
 # socket is there only once the server listens (a listen held up by
 # strace), and as process 1 of a PID namespace the server reaps its locked
@@ -48,6 +49,14 @@ out=$(send --load 1000 malformed "$tmp/sock" 2>>"$tmp/out/send.err")
 echo "$out" >>"$tmp/out/send.out"
 say "malformed: $out"
 case $out in "0 ok, 1000 errors, 0 died, 0 failed, 0 wrong"*) ;; *) fail "malformed files: $out" ;; esac
+# a request past the size limit (8 MiB; 12 here) gets its error line: the
+# rest is read before the reply (before: the connection closed on it, and
+# the client died of SIGPIPE with no reply)
+head -c $((12 << 20)) /dev/zero >"$tmp/big"
+out=$(send "$tmp/sock" "$tmp/big" 2>&1)
+say "12 MiB of zeros: $out"
+case $out in "error: "*) ;; *) fail "a request past the limit: '$out'" ;; esac
+rm -f "$tmp/big"
 out=$(send "$tmp/sock" "$tmp/valid-1.png")
 [ "$out" = "$(cat "$tmp/valid-1.txt")" ] || fail "one file: '$out', expected '$(cat "$tmp/valid-1.txt")'"
 grep -v '^pngd: listening' "$tmp/out/service.log" >"$tmp/extra" && fail "server log: $(cat "$tmp/extra")"

@@ -6,8 +6,10 @@
 # is not returned, and the service answers the next request.  The same
 # exploit against the baseline without xpfo (parsed-plain) returns the key:
 # the test would see a leak.  And the socket is there only once the server
-# listens (a listen held up by strace), and as process 1 of a PID namespace
-# the server reaps its locked children's executors.
+# listens (a listen held up by strace), out of descriptors each request
+# gets an error line and a failing accept is retried every 100 ms, not in a
+# loop, and as process 1 of a PID namespace the server reaps its locked
+# children's executors.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
 dir=$top_builddir/examples/parsed
@@ -59,6 +61,33 @@ if command -v strace >/dev/null 2>&1; then
 	stop
 else
 	say "no strace: the listen-delay case is not run"
+fi
+
+# Out of descriptors (ulimit -n 6: the listening socket and a connection
+# fit, a request's pipe does not): each request gets an error line, and
+# the server says why.  Before, the request was dropped, or its reply lost
+# to a reset (the request was never read).
+start sh -c 'ulimit -n 6; exec "$0" "$@"' "$dir/parsed"
+out=$(timeout 60 "$dir/parsed-send" --load 3 valid "$tmp/sock")
+say "valid, no descriptor for a pipe: $out"
+case $out in "0 ok, 3 errors, 0 died, 0 failed"*) ;; *) fail "no descriptor for a pipe: $out" ;; esac
+n=$(grep -c '^parsed: pipe: Too many open files$' "$tmp/log")
+[ "$n" = 3 ] || fail "$n of 3 pipe failures logged: $(cat "$tmp/log")"
+stop
+# With ulimit -n 4 accept itself fails: the server says so once and tries
+# again every 100 ms, not in a loop (strace counts its accept4 calls over
+# a second while a client waits: 10 here).
+if command -v strace >/dev/null 2>&1; then
+	start sh -c 'ulimit -n 4; exec "$0" "$@"' "$dir/parsed"
+	(echo '<a/>' | timeout 5 "$dir/parsed-send" "$tmp/sock" >/dev/null 2>&1 &)
+	sleep 0.3
+	timeout -s INT 1 strace -c -e trace=accept4 -p "$srv" 2>"$tmp/strace-c"
+	n=$(awk '$NF == "accept4" { print $4 }' "$tmp/strace-c")
+	say "no descriptor for a connection: ${n:-no} accept4 calls in a second"
+	[ -n "$n" ] && [ "$n" -le 50 ] || fail "accept4 calls in a second: ${n:-none}: $(cat "$tmp/strace-c")"
+	n=$(grep -c '^parsed: accept: Too many open files (retrying every 100 ms)$' "$tmp/log")
+	[ "$n" = 1 ] || fail "$n accept failures logged, expected 1: $(cat "$tmp/log")"
+	stop
 fi
 
 # As process 1 of a PID namespace (a container without an init), the
