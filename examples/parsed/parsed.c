@@ -171,8 +171,8 @@ static char *work(int cfd, const char **why, void **cp)
 	return reply;
 }
 
-/* The request cannot be served (a pipe or a fork failed): the client is
- * told, and so is the operator. */
+/* The request cannot be served (a pipe, a fork or a thread could not be
+ * made; errno says why): the client is told, and so is the operator. */
 static void refuse(int cfd, const char *what)
 {
 	int e = errno;
@@ -210,10 +210,11 @@ static void serve_fork(int cfd)
 	}
 	close(p[1]);
 	char *reply = calloc(1, REPLY_MAX + 1); /* root's copy */
-	if (!reply) {
-		refuse(cfd, "calloc");
+	if (!reply) { /* the child first: it may be reading the request */
 		close(p[0]);
 		waitpid(pid, NULL, 0);
+		errno = ENOMEM;
+		refuse(cfd, "calloc");
 		return;
 	}
 	size_t n = read_all(p[0], reply, REPLY_MAX);
@@ -253,11 +254,16 @@ static void serve_thread(int cfd)
 {
 	struct job j = { cfd, NULL, "no reply", NULL };
 	pthread_t th;
-	if (pthread_create(&th, NULL, worker, &j))
+	int e = pthread_create(&th, NULL, worker, &j);
+	if (e) {
+		errno = e;
+		refuse(cfd, "pthread_create");
 		return;
+	}
 	pthread_join(th, NULL);
 	if (j.comp && xpfo_compartment_destroy(j.comp))
 		fprintf(stderr, "parsed: cannot destroy the parser's compartment: %s\n", strerror(errno));
+	service_drain(cfd); /* a worker that failed before it read the request */
 	if (j.reply) {
 		write_all(cfd, j.reply, strlen(j.reply));
 		free(j.reply);
