@@ -8,8 +8,8 @@
 # the test would see a leak.  And the socket is there only once the server
 # listens (a listen held up by strace), out of descriptors each request
 # gets an error line and a failing accept is retried every 100 ms, not in a
-# loop, the thread mode on the mprotect backend answers with its error
-# line, and as process 1 of a PID namespace the server reaps its locked
+# loop, a refused lock (fork mode) and the thread mode on the mprotect
+# backend answer with their error lines, and as process 1 of a PID namespace the server reaps its locked
 # children's executors.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
@@ -90,6 +90,14 @@ if command -v strace >/dev/null 2>&1; then
 	[ "$n" = 1 ] || fail "$n accept failures logged, expected 1: $(cat "$tmp/log")"
 	stop
 fi
+
+# A lock that cannot be had (no room for its reserved segments): the child
+# fails before it reads the request, and the client gets the error line
+# (before: a reset).
+start env XPFO_OPTIONS=lock_segments=65536 "$dir/parsed"
+out=$(send "$tmp/sock" "$tmp/req" 2>&1)
+case $out in "error: cannot lock the parser: "*) ;; *) fail "lock refused: '$out' ($(cat "$tmp/log"))" ;; esac
+stop
 
 # The thread mode needs pkeys: on mprotect the lock refuses (EPERM), and
 # the client gets the error line (before: a reset, the worker had not read
