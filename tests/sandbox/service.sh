@@ -5,12 +5,12 @@
 # root's API key: the attempt is reported (the violation line), the secret
 # is not returned, and the service answers the next request.  The same
 # exploit against the baseline without xpfo (parsed-plain) returns the key:
-# the test would see a leak.  And the socket is there only once the server
-# listens (a listen held up by strace), out of descriptors each request
-# gets an error line and a failing accept is retried every 100 ms, not in a
-# loop, a refused lock (fork mode) and the thread mode on the mprotect
-# backend answer with their error lines, and as process 1 of a PID namespace the server reaps its locked
-# children's executors.
+# the test would see a leak.  And the plumbing: the socket is there only
+# once the server listens (a listen held up by strace); out of descriptors
+# each request gets an error line, and a failing accept is retried every
+# 100 ms, not in a loop; a refused lock (fork mode) and the thread mode on
+# the mprotect backend answer with their error lines; as process 1 of a
+# PID namespace the server reaps its locked children's executors.
 . "${top_srcdir:-.}/tests/lib.sh"
 need_xpfo
 dir=$top_builddir/examples/parsed
